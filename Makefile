@@ -1,0 +1,36 @@
+# Targets: setup, run, test, bench, lint, build. See README.md.
+GO        ?= go
+PKGS      := ./...
+export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
+export REDIS_URL    ?= redis://127.0.0.1:6379/0
+
+.PHONY: setup run test bench lint build migrate
+
+## setup: download modules and build every binary once.
+setup:
+	$(GO) mod download
+	$(GO) build $(PKGS)
+
+## run: the whole service on embedded defaults (kfake, simulator, edge on 127.0.0.1:8080).
+run:
+	$(GO) run ./infra/cmd/devstack
+
+## test: unit and integration tests against real Postgres, Redis and Kafka over TCP.
+test:
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+## bench: benchmarks, each ending with a `bench NAME: VALUE UNIT, ratio R vs REFERENCE` line.
+bench:
+	bash infra/bench/run.sh
+
+## lint: formatting and vet.
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+build:
+	$(GO) build -o bin/ ./edge/cmd/... ./chainwatch/cmd/... ./infra/cmd/... ./processors/cmd/... ./consumers/cmd/...
+
+## migrate: apply pending migrations to DATABASE_URL.
+migrate:
+	$(GO) run ./infra/cmd/migrate

@@ -1,0 +1,115 @@
+// Package config reads the service configuration from the environment. Every variable has a
+// development default so that `make run` works on a fresh machine; production sets them.
+// The README lists every variable; keep the two in step.
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"rental/schemas/network"
+)
+
+// Config is the whole configuration. Stages take the parts they need; nothing reads the
+// environment after Load.
+type Config struct {
+	Network network.Network // NETWORK
+	Brand   string          // BRAND, used in webhook User-Agent and signup messages
+	Host    string          // PUBLIC_HOST, the domain bound into signed challenges
+
+	DatabaseURL  string   // DATABASE_URL
+	RedisURL     string   // REDIS_URL
+	KafkaBrokers []string // KAFKA_BROKERS, comma separated
+	TronNodeURL  string   // TRON_NODE_URL, java-tron full node HTTP API
+
+	HTTPAddr string // HTTP_ADDR, the edge's listen address
+	DataDir  string // DATA_DIR, embedded broker and simulator state (dev stack only)
+
+	// Chain following.
+	Confirmations  int           // CONFIRMATIONS, depth below the head a block is final at
+	ChainPollEvery time.Duration // CHAIN_POLL_INTERVAL
+
+	// Simulator (dev stack only).
+	SimAddr          string        // SIM_ADDR
+	SimBlockInterval time.Duration // SIM_BLOCK_INTERVAL
+
+	// Outbox relay.
+	OutboxSweepEvery time.Duration // OUTBOX_SWEEP_INTERVAL
+
+	ShutdownGrace time.Duration // SHUTDOWN_GRACE
+}
+
+// Load reads the environment. It fails on a malformed value rather than guess.
+func Load() (Config, error) {
+	var errs []string
+	str := func(name, def string) string {
+		if v, ok := os.LookupEnv(name); ok && v != "" {
+			return v
+		}
+		return def
+	}
+	dur := func(name string, def time.Duration) time.Duration {
+		v := str(name, "")
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Sprintf("%s=%q: want a positive duration such as 3s", name, v))
+			return def
+		}
+		return d
+	}
+	integer := func(name string, def int) int {
+		v := str(name, "")
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Sprintf("%s=%q: want a non-negative integer", name, v))
+			return def
+		}
+		return n
+	}
+
+	net, err := network.Parse(str("NETWORK", "mainnet"))
+	if err != nil {
+		errs = append(errs, "NETWORK: "+err.Error())
+	}
+	c := Config{
+		Network:          net,
+		Brand:            str("BRAND", "tronrent"),
+		Host:             str("PUBLIC_HOST", "localhost"),
+		DatabaseURL:      str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/rental?sslmode=disable"),
+		RedisURL:         str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		KafkaBrokers:     splitList(str("KAFKA_BROKERS", "127.0.0.1:9092")),
+		TronNodeURL:      str("TRON_NODE_URL", "http://127.0.0.1:8090"),
+		HTTPAddr:         str("HTTP_ADDR", "127.0.0.1:8080"),
+		DataDir:          str("DATA_DIR", filepath.Join(".data")),
+		Confirmations:    integer("CONFIRMATIONS", 19),
+		ChainPollEvery:   dur("CHAIN_POLL_INTERVAL", time.Second),
+		SimAddr:          str("SIM_ADDR", "127.0.0.1:8090"),
+		SimBlockInterval: dur("SIM_BLOCK_INTERVAL", 3*time.Second),
+		OutboxSweepEvery: dur("OUTBOX_SWEEP_INTERVAL", time.Second),
+		ShutdownGrace:    dur("SHUTDOWN_GRACE", 10*time.Second),
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
+	}
+	return c, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+// Package pg is the Postgres adapter: the connection pool, the embedded schema migrations and
+// helpers for transactions. Every piece of state that money depends on lives here.
+package pg
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migrations is the embedded migration set, exposed so tests can fingerprint it.
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// Connect opens a pool and checks it answers. The error names the fix, because the most
+// common cause on a developer machine is a stopped server.
+func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: DATABASE_URL is not a valid connection string: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, Unreachable(dsn, err)
+	}
+	return pool, nil
+}
+
+// Unreachable wraps a connection failure with the command that starts a local server.
+func Unreachable(dsn string, err error) error {
+	return fmt.Errorf("postgres at %s is unreachable (%v); start it with: "+
+		"pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start, "+
+		"or set DATABASE_URL", Redact(dsn), err)
+}
+
+// Redact hides the password of a connection URL for logs.
+func Redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// EnsureDatabase creates the database named in dsn when it does not exist yet, connecting
+// through the server's maintenance database. The dev stack calls it so that a fresh machine
+// needs no manual createdb.
+func EnsureDatabase(ctx context.Context, dsn string) error {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return fmt.Errorf("postgres: DATABASE_URL: %w", err)
+	}
+	name := cfg.Database
+	cfg.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return Unreachable(dsn, err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS(SELECT 1 FROM pg_database WHERE datname=$1)`, name).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P04" { // created concurrently
+		return nil
+	}
+	return err
+}
+
+// Migrate applies every pending embedded migration. It is safe to run from several
+// processes at once: goose serialises through a Postgres advisory lock.
+func Migrate(ctx context.Context, dsn string) ([]string, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: DATABASE_URL: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	return migrateDB(ctx, db)
+}
+
+func migrateDB(ctx context.Context, db *sql.DB) ([]string, error) {
+	locker, err := newLocker()
+	if err != nil {
+		return nil, err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, Migrations(), goose.WithSessionLocker(locker))
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	res, err := p.Up(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	var applied []string
+	for _, r := range res {
+		applied = append(applied, r.Source.Path)
+	}
+	return applied, nil
+}
+
+// InTx runs fn in a transaction and commits it when fn returns nil. Retries belong to the
+// caller, which knows whether fn is safe to run twice.
+func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, pool, fn)
+}
+
+// IsUniqueViolation reports a unique-constraint failure, optionally of one constraint.
+func IsUniqueViolation(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		return false
+	}
+	return constraint == "" || strings.EqualFold(pgErr.ConstraintName, constraint)
+}

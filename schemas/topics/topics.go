@@ -1,0 +1,90 @@
+// Package topics is the Kafka topic catalogue: the single source of truth for every topic's
+// name, key, partition count, retention and cleanup policy. Stages create topics from it at
+// start (idempotently) and never name a topic by a string literal elsewhere.
+package topics
+
+import (
+	"fmt"
+	"time"
+)
+
+// Cleanup is the topic's cleanup.policy.
+type Cleanup string
+
+const (
+	Delete  Cleanup = "delete"
+	Compact Cleanup = "compact"
+)
+
+// Topic describes one topic.
+type Topic struct {
+	Name       string
+	Key        string // what the record key is; it fixes the ordering guarantee
+	Partitions int32
+	Retention  time.Duration // 0 with Compact means keep the latest value per key forever
+	Cleanup    Cleanup
+	Doc        string
+}
+
+// Configs returns the topic-level configs for CreateTopics.
+func (t Topic) Configs() map[string]*string {
+	s := func(v string) *string { return &v }
+	c := map[string]*string{"cleanup.policy": s(string(t.Cleanup))}
+	if t.Retention > 0 {
+		c["retention.ms"] = s(fmt.Sprint(t.Retention.Milliseconds()))
+	} else {
+		c["retention.ms"] = s("-1")
+	}
+	return c
+}
+
+const day = 24 * time.Hour
+
+// The catalogue. Partition counts bound how far a consumer group can scale out; 12 lets a
+// group grow to 12 replicas with one partition each.
+var (
+	// ChainFacts carries normalized facts read from confirmed blocks: TRX transfers, TRC-20
+	// Transfer logs, results of tracked transactions, and reverts after a fork. Keyed by
+	// transaction id, so a fact and its revert land on the same partition in order.
+	ChainFacts = Topic{Name: "chain.facts.v1", Key: "tx_id", Partitions: 12, Retention: 7 * day, Cleanup: Delete,
+		Doc: "Normalized chain facts (schemas/events/chain_fact.schema.json)."}
+
+	// OrderEvents carries the customer events of orders (order.*), keyed by order id so that
+	// the events of one order are read in the order they happened.
+	OrderEvents = Topic{Name: "events.orders.v1", Key: "order_id", Partitions: 12, Retention: 30 * day, Cleanup: Delete,
+		Doc: "Customer events order.* in the spec envelope."}
+
+	// AccountEvents carries account-level customer events (balance.*, deposit_address.*),
+	// keyed by account id.
+	AccountEvents = Topic{Name: "events.accounts.v1", Key: "account_id", Partitions: 12, Retention: 30 * day, Cleanup: Delete,
+		Doc: "Customer events balance.* and deposit_address.* in the spec envelope."}
+
+	// SubscriptionEvents carries subscription.* customer events, keyed by subscription id.
+	SubscriptionEvents = Topic{Name: "events.subscriptions.v1", Key: "subscription_id", Partitions: 12, Retention: 30 * day, Cleanup: Delete,
+		Doc: "Customer events subscription.* in the spec envelope."}
+
+	// BatchEvents carries batch.completed, keyed by batch id.
+	BatchEvents = Topic{Name: "events.batches.v1", Key: "batch_id", Partitions: 6, Retention: 30 * day, Cleanup: Delete,
+		Doc: "Customer events batch.* in the spec envelope."}
+)
+
+// All lists every topic the service uses; stages create them at start.
+func All() []Topic {
+	return []Topic{ChainFacts, OrderEvents, AccountEvents, SubscriptionEvents, BatchEvents}
+}
+
+// ForEvent routes a customer event type to its topic. ok is false for an unknown type.
+func ForEvent(eventType string) (Topic, bool) {
+	for prefix, t := range map[string]Topic{
+		"order.":           OrderEvents,
+		"balance.":         AccountEvents,
+		"deposit_address.": AccountEvents,
+		"subscription.":    SubscriptionEvents,
+		"batch.":           BatchEvents,
+	} {
+		if len(eventType) > len(prefix) && eventType[:len(prefix)] == prefix {
+			return t, true
+		}
+	}
+	return Topic{}, false
+}
