@@ -51,6 +51,11 @@ func ParseAddress(s string) (Address, error) {
 		if err != nil {
 			return a, fmt.Errorf("%w: not hex", ErrInvalidAddress)
 		}
+		// A 42-character input that starts with 0x holds only 20 bytes; without this
+		// check it was taken as an address with its last byte zeroed.
+		if len(raw) != AddressLen {
+			return a, fmt.Errorf("%w: wrong length", ErrInvalidAddress)
+		}
 		copy(a[:], raw)
 	default:
 		return a, fmt.Errorf("%w: wrong length", ErrInvalidAddress)

@@ -30,12 +30,13 @@ func TestAddressRoundTripAndForms(t *testing.T) {
 func TestAddressRejects(t *testing.T) {
 	for _, in := range []string{
 		"",
-		"TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6u",         // checksum
-		"TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6",          // length
-		"TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj60",         // 0 is not base58
+		"TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6u", // checksum
+		"TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6",  // length
+		"TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj60", // 0 is not base58
 		"42a614f803b6fd780986a42c78ec9c7f77e6ded13c", // prefix
 		"41a614f803b6fd780986a42c78ec9c7f77e6ded13z", // not hex
 		"0xa614f803b6fd780986a42c78ec9c7f77e6ded13c",
+		"0x41a614f803b6fd780986a42c78ec9c7f77e6ded1", // 20 bytes behind 0x: once read as 41a6...d100
 	} {
 		if _, err := ParseAddress(in); !errors.Is(err, ErrInvalidAddress) {
 			t.Errorf("ParseAddress(%q) err = %v, want ErrInvalidAddress", in, err)
