@@ -55,3 +55,10 @@ func Redis(t testing.TB) (*redis.Client, string) {
 	})
 	return c, prefix
 }
+
+// RedisURL returns the URL of the test Redis server (after Redis(t) has resolved it).
+func RedisURL(t testing.TB) string {
+	t.Helper()
+	Redis(t)
+	return redisURL
+}
