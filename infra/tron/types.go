@@ -187,7 +187,8 @@ type Account struct {
 func (a *Account) Exists() bool { return a.Address != "" }
 
 // FrozenV2Amount is the amount (SUN) staked for resource, "BANDWIDTH" or "ENERGY"
-// ("TRON_POWER" too). It includes what the account delegated to others.
+// ("TRON_POWER" too) and still held by the account. Delegating moves stake out of frozenV2
+// into delegated_frozenV2_balance_for_*, so the account's whole stake is this plus that.
 func (a *Account) FrozenV2Amount(resource string) int64 {
 	var n int64
 	for _, f := range a.FrozenV2 {
