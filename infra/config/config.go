@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"rental/infra/tron"
 	"rental/schemas/network"
 )
 
@@ -26,8 +27,13 @@ type Config struct {
 	KafkaBrokers []string // KAFKA_BROKERS, comma separated
 	TronNodeURL  string   // TRON_NODE_URL, java-tron full node HTTP API
 
-	HTTPAddr string // HTTP_ADDR, the edge's listen address
-	DataDir  string // DATA_DIR, embedded broker and simulator state (dev stack only)
+	HTTPAddr    string // HTTP_ADDR, the edge's listen address
+	MetricsAddr string // METRICS_ADDR, Prometheus /metrics listener of a stage; "" disables
+
+	// PoolAddresses are the service's own stake pools (POOL_ADDRESSES, comma-separated
+	// Base58Check); the status endpoint's supply figure is read from them.
+	PoolAddresses []tron.Address
+	DataDir       string // DATA_DIR, embedded broker and simulator state (dev stack only)
 
 	// Chain following.
 	Confirmations  int           // CONFIRMATIONS, depth below the head a block is final at
@@ -90,6 +96,7 @@ func Load() (Config, error) {
 		KafkaBrokers:     splitList(str("KAFKA_BROKERS", "127.0.0.1:9092")),
 		TronNodeURL:      str("TRON_NODE_URL", "http://127.0.0.1:8090"),
 		HTTPAddr:         str("HTTP_ADDR", "127.0.0.1:8080"),
+		MetricsAddr:      str("METRICS_ADDR", "127.0.0.1:9100"),
 		DataDir:          str("DATA_DIR", filepath.Join(".data")),
 		Confirmations:    integer("CONFIRMATIONS", 19),
 		ChainPollEvery:   dur("CHAIN_POLL_INTERVAL", time.Second),
@@ -97,6 +104,17 @@ func Load() (Config, error) {
 		SimBlockInterval: dur("SIM_BLOCK_INTERVAL", 3*time.Second),
 		OutboxSweepEvery: dur("OUTBOX_SWEEP_INTERVAL", time.Second),
 		ShutdownGrace:    dur("SHUTDOWN_GRACE", 10*time.Second),
+	}
+	if c.MetricsAddr == "off" {
+		c.MetricsAddr = ""
+	}
+	for _, a := range splitList(str("POOL_ADDRESSES", "")) {
+		addr, err := tron.ParseAddress(a)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("POOL_ADDRESSES: %q: %v", a, err))
+			continue
+		}
+		c.PoolAddresses = append(c.PoolAddresses, addr)
 	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))

@@ -1,0 +1,150 @@
+package edge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"reflect"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"rental/schemas/apierr"
+)
+
+const contentTypeJSON = "application/json; charset=utf-8"
+
+// WriteJSON answers v as JSON with the given status. A value that does not marshal is a
+// programming error; it is returned so the handler's caller answers 9000.
+func WriteJSON(rc *fasthttp.RequestCtx, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	rc.Response.Header.SetContentType(contentTypeJSON)
+	rc.SetStatusCode(status)
+	rc.SetBody(b)
+	return nil
+}
+
+// NoContent answers 204 with no body (DELETE and the like).
+func NoContent(rc *fasthttp.RequestCtx) {
+	rc.SetStatusCode(fasthttp.StatusNoContent)
+	rc.ResetBody()
+}
+
+// Invalid is the validation error endpoints return for a bad parameter: 2001
+// validation_failed naming field, with details.constraint (for example "required",
+// "min", "enum") so clients can branch without parsing the message.
+func Invalid(field, constraint, message string) *apierr.Error {
+	return apierr.ValidationFailed.New(message).WithField(field).With("constraint", constraint)
+}
+
+// DecodeJSON reads the request body into dst (a pointer, normally to a struct). It is
+// strict, because a silently ignored field in a money API is a bug waiting:
+//
+//   - Content-Type must be application/json (charset, if given, utf-8): else 2000
+//     malformed_json, details.constraint "content_type".
+//   - The body must be one JSON value with nothing after it: else 2000 malformed_json
+//     (details.offset when the parser knows where).
+//   - An unknown field gives 2001 validation_failed, field = its name, constraint
+//     "unknown_field"; a value of the wrong type gives 2001 with field = the dotted path
+//     (e.g. "receivers.0.amount" style as reported by encoding/json, "a.b" for nesting),
+//     constraint "type" and details.expected (string, integer, number, boolean, object,
+//     array).
+//
+// Body size is bounded by the server (Options.MaxBodyBytes) before this runs. Required
+// fields and ranges are the endpoint's to check, with Invalid.
+func DecodeJSON(rc *fasthttp.RequestCtx, dst any) error {
+	if err := requireJSONContentType(rc.Request.Header.ContentType()); err != nil {
+		return err
+	}
+	body := rc.Request.Body()
+	if len(bytes.TrimSpace(body)) == 0 {
+		return apierr.MalformedJSON.New("request body is empty; a JSON object is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(dst); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return apierr.MalformedJSON.New("unexpected data after the JSON value").With("offset", dec.InputOffset())
+	}
+	return nil
+}
+
+func requireJSONContentType(ct []byte) error {
+	bad := func(msg string) error {
+		return apierr.MalformedJSON.New(msg).With("constraint", "content_type")
+	}
+	if len(ct) == 0 {
+		return bad("Content-Type header is missing; send application/json")
+	}
+	mt, params, err := mime.ParseMediaType(string(ct))
+	if err != nil || mt != "application/json" {
+		return bad("Content-Type must be application/json, got " + string(ct))
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return bad("charset must be utf-8, got " + cs)
+	}
+	return nil
+}
+
+// decodeError classifies encoding/json's errors. The unknown-field error has no type of
+// its own; its text (`json: unknown field "x"`) is stable since Go 1.10.
+func decodeError(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return apierr.MalformedJSON.New("body is not valid JSON: "+syn.Error()).With("offset", syn.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return apierr.MalformedJSON.New("body is not valid JSON: unexpected end of input")
+	case errors.As(err, &typ):
+		expected := jsonKind(typ.Type)
+		e := apierr.ValidationFailed.Newf("wrong type: got JSON %s, want %s", typ.Value, expected).
+			With("constraint", "type").With("expected", expected)
+		if typ.Field != "" {
+			e = e.WithField(typ.Field)
+		}
+		return e
+	}
+	const unknownPrefix = `json: unknown field "`
+	if msg := err.Error(); strings.HasPrefix(msg, unknownPrefix) {
+		field := strings.TrimSuffix(strings.TrimPrefix(msg, unknownPrefix), `"`)
+		return apierr.ValidationFailed.New("unknown field "+field).
+			WithField(field).With("constraint", "unknown_field")
+	}
+	// A custom UnmarshalJSON (enums, timestamps) refused the value.
+	return apierr.ValidationFailed.New("invalid value: "+err.Error()).With("constraint", "format")
+}
+
+// jsonKind names a Go type by the JSON kind a client must send.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == reflect.TypeFor[json.Number]() {
+		return "number"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	}
+	return t.String()
+}

@@ -1,0 +1,146 @@
+package edge
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"rental/schemas/apierr"
+)
+
+// specText reads ../shared/spec/rental-api-v1.md next to the repository root (the
+// directory holding go.mod).
+func specText(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test directory; cannot locate the spec")
+		}
+		dir = parent
+	}
+	path := filepath.Join(dir, "..", "shared", "spec", "rental-api-v1.md")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the API spec must be at %s (repository root/../shared/spec): %v", path, err)
+	}
+	return string(b)
+}
+
+var (
+	// A table row: | GET | /v1/prices | ...
+	specRow = regexp.MustCompile(`(?m)^\|\s*(GET|POST|PUT|PATCH|DELETE)\s*\|\s*(/v1/[^\s|]*)\s*\|`)
+	// A method and path in prose or lists: "POST /v1/orders/{id}/reclaim".
+	specMention = regexp.MustCompile(`\b(GET|POST|PUT|PATCH|DELETE) (/v1/[A-Za-z0-9_{}/.-]*[A-Za-z0-9_}])`)
+	pathParam   = regexp.MustCompile(`\{[^}]+\}`)
+)
+
+// specEndpoints is every "METHOD /path" the spec names, path parameters written as {}.
+func specEndpoints(t *testing.T) []string {
+	text := specText(t)
+	set := map[string]bool{}
+	for _, m := range specRow.FindAllStringSubmatch(text, -1) {
+		set[m[1]+" "+pathParam.ReplaceAllString(m[2], "{}")] = true
+	}
+	for _, m := range specMention.FindAllStringSubmatch(text, -1) {
+		set[m[1]+" "+pathParam.ReplaceAllString(m[2], "{}")] = true
+	}
+	var out []string
+	for k := range set {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	if len(out) < 40 {
+		t.Fatalf("found only %d endpoints in the spec; has its format changed? %v", len(out), out)
+	}
+	return out
+}
+
+// ourAdditions are routed although the spec does not name them; docs/errors.md explains.
+var ourAdditions = []string{"GET /v1/api-keys", "PATCH /v1/api-keys/{}", "DELETE /v1/api-keys/{}"}
+
+// Every endpoint the spec names is routed, and the edge routes nothing else except the
+// documented API-key calls.
+func TestEndpointTableMatchesSpec(t *testing.T) {
+	want := append(specEndpoints(t), ourAdditions...)
+	slices.Sort(want)
+	var got []string
+	for _, e := range Endpoints {
+		got = append(got, e.Method+" "+pathParam.ReplaceAllString(e.Path, "{}"))
+	}
+	slices.Sort(got)
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("spec endpoint %s is not in Endpoints", w)
+		}
+	}
+	for _, g := range got {
+		if !slices.Contains(want, g) {
+			t.Errorf("Endpoints has %s, which the spec does not name", g)
+		}
+	}
+}
+
+// Every spec endpoint answers over HTTP: not the router's 404 or 405, and 501 9002
+// not_implemented in the envelope until a handler exists.
+func TestEverySpecEndpointIsRouted(t *testing.T) {
+	ts := startServer(t)
+	implemented := map[string]bool{}
+	for k := range ts.srv.handlers() {
+		implemented[pathParam.ReplaceAllString(k, "{}")] = true
+	}
+	for _, ep := range append(specEndpoints(t), ourAdditions...) {
+		method, path, _ := strings.Cut(ep, " ")
+		concrete := strings.ReplaceAll(path, "{}", "x_123")
+		r := ts.do(t, method, concrete, "application/json", "{}")
+		if implemented[ep] {
+			if r.status == 404 || r.status == 405 || r.status == 501 {
+				t.Errorf("%s is implemented but answered HTTP %d: %s", ep, r.status, r.body)
+			}
+			continue
+		}
+		wantError(t, r, 501, 9002, "not_implemented", nil)
+	}
+}
+
+var specErrorRow = regexp.MustCompile(`(?m)^\|\s*(\d{4})\s*\|\s*([a-z_]+)\s*\|\s*(\d{3})\s*\|[^|]*\|\s*([^|]*?)\s*\|\s*$`)
+
+// The error catalogue in rental/schemas/apierr matches the spec's table row by row.
+func TestErrorCatalogueMatchesSpec(t *testing.T) {
+	rows := specErrorRow.FindAllStringSubmatch(specText(t), -1)
+	if len(rows) < 50 {
+		t.Fatalf("found only %d error rows in the spec; has its format changed?", len(rows))
+	}
+	inSpec := map[int]bool{}
+	for _, row := range rows {
+		code, _ := strconv.Atoi(row[1])
+		status, _ := strconv.Atoi(row[3])
+		retryable := strings.HasPrefix(strings.ToLower(row[4]), "yes")
+		inSpec[code] = true
+		c, ok := apierr.ByCode(code)
+		if !ok {
+			t.Errorf("%d %s: missing from apierr", code, row[2])
+			continue
+		}
+		if c.Slug != row[2] || c.Status != status || c.Retryable != retryable {
+			t.Errorf("%d: apierr has %s %d retryable=%v, spec says %s %d retryable=%v",
+				code, c.Slug, c.Status, c.Retryable, row[2], status, retryable)
+		}
+	}
+	for _, c := range apierr.All() {
+		if !inSpec[c.Code] {
+			t.Errorf("apierr has %d %s, which the spec does not list", c.Code, c.Slug)
+		}
+	}
+}
