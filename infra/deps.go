@@ -5,7 +5,9 @@
 package infra
 
 import (
+	_ "github.com/btcsuite/btcd/btcutil/hdkeychain"
 	_ "github.com/fasthttp/router"
+	_ "github.com/go-redis/redis_rate/v10"
 	_ "github.com/prometheus/client_golang/prometheus"
 	_ "github.com/prometheus/client_golang/prometheus/promhttp"
 	_ "github.com/twmb/franz-go/pkg/kadm"
