@@ -1,0 +1,105 @@
+// Package outbox is the transactional outbox: stages write the events that announce a state
+// change into the outbox table inside the same Postgres transaction as the change, and the
+// Relay publishes committed rows to Kafka. An event therefore exists exactly when its state
+// change does; it reaches Kafka at least once (consumers dedupe by event_id) and, for one
+// key, in the order the rows were written.
+//
+// Ordering contract for callers: rows of one key leave in id order. Transactions that
+// write events for the same key concurrently must serialise on the entity the key names
+// (SELECT … FOR UPDATE on the order, account, …), which every state change does anyway;
+// then id order is commit order for that key.
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"rental/schemas/events"
+	"rental/schemas/topics"
+)
+
+// Shards is the number of publishing lanes; it must match the "& 15" in 00002_outbox.sql.
+const Shards = 16
+
+// NotifyChannel is the Postgres channel Insert notifies (payload: the row's shard) so the
+// relay publishes right after commit instead of waiting for its sweep.
+const NotifyChannel = "rental_outbox"
+
+// Header names set on every published record besides the caller's headers.
+const (
+	HeaderEvent    = "event"     // event type, for customer events
+	HeaderEventID  = "event_id"  // the envelope's event_id, for dedupe without parsing
+	HeaderOutboxID = "outbox_id" // the outbox row id, for dedupe of internal records
+)
+
+// Insert adds a customer event to the outbox inside tx. The topic comes from the event type
+// (topics.ForEvent); the key is the id the topic is keyed by, read from the event's data
+// (e.g. data.order_id) and, failing that, the envelope's account_id. The value is the JSON
+// envelope: the same bytes go to Kafka and, later, to webhooks.
+func Insert(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+	topic, ok := topics.ForEvent(env.Event)
+	if !ok {
+		return fmt.Errorf("outbox: no topic for event type %q", env.Event)
+	}
+	if env.EventID == "" {
+		return errors.New("outbox: event without event_id")
+	}
+	key, err := keyOf(topic, env)
+	if err != nil {
+		return err
+	}
+	value, err := json.Marshal(env)
+	if err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	return InsertRecord(ctx, tx, topic, key, value, map[string]string{HeaderEvent: env.Event, HeaderEventID: env.EventID})
+}
+
+// InsertRecord adds an internal record (a chain fact, an intent) to the outbox inside tx.
+// key fixes the record's partition and its order relative to other records of that key.
+func InsertRecord(ctx context.Context, tx pgx.Tx, topic topics.Topic, key string, value []byte, headers map[string]string) error {
+	if topic.Name == "" {
+		return errors.New("outbox: record without topic")
+	}
+	if key == "" {
+		return fmt.Errorf("outbox: record for %s without key", topic.Name)
+	}
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	// One round trip: the insert and the notification, which Postgres delivers only if
+	// and when tx commits (and folds duplicates of one transaction into one).
+	_, err := tx.Exec(ctx, `
+		WITH r AS (
+			INSERT INTO outbox (topic, key, value, headers) VALUES ($1, $2, $3, $4)
+			RETURNING shard
+		)
+		SELECT pg_notify('`+NotifyChannel+`', shard::text) FROM r`,
+		topic.Name, key, value, headers)
+	if err != nil {
+		return fmt.Errorf("outbox: insert into %s: %w", topic.Name, err)
+	}
+	return nil
+}
+
+func keyOf(topic topics.Topic, env events.Envelope) (string, error) {
+	if topic.Key != "account_id" && len(env.Data) > 0 {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(env.Data, &fields); err == nil {
+			if raw, ok := fields[topic.Key]; ok {
+				var id string
+				if err := json.Unmarshal(raw, &id); err == nil && id != "" {
+					return id, nil
+				}
+			}
+		}
+	}
+	if env.AccountID != "" {
+		return env.AccountID, nil
+	}
+	return "", fmt.Errorf("outbox: event %s has neither data.%s nor account_id to key %s by", env.Event, topic.Key, topic.Name)
+}

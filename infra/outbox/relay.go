@@ -1,0 +1,352 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// shardLockClass is the first half of the (class, shard) advisory lock a relay holds on a
+// shard while it publishes a batch of it. Any constant works if every relay uses it.
+const shardLockClass = 736_610
+
+// RelayOptions configures a Relay. Pool and Producer are required.
+type RelayOptions struct {
+	Pool *pgxpool.Pool
+	// Producer publishes the rows; it must be idempotent (franz-go's default, see
+	// infra/kafka.ClientOpts) so that retries inside one batch neither duplicate nor
+	// reorder records. The relay does not close it.
+	Producer *kgo.Client
+
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer // nil = prometheus.DefaultRegisterer
+
+	// SweepEvery is how often every shard is checked regardless of notifications: it
+	// catches rows a crash left behind and notifications missed while disconnected.
+	// Default 1s.
+	SweepEvery time.Duration
+	// BatchSize is the most rows published per shard transaction. Default 500.
+	BatchSize int
+	// Workers is how many shards this relay publishes concurrently. Default 4.
+	Workers int
+	// PruneAfter is how long published rows are kept (for inspection) before deletion;
+	// PruneEvery how often the pruner runs. Defaults 1h and 1m.
+	PruneAfter, PruneEvery time.Duration
+}
+
+// Relay publishes committed outbox rows to Kafka.
+//
+// Fast path: Insert notifies NotifyChannel in the writing transaction; the relay LISTENs
+// and publishes the notified shard right after commit. Slow path: a sweep every SweepEvery
+// visits every shard. Either way a shard is published under a transaction-scoped advisory
+// lock: the relay takes the lock, reads the shard's oldest unpublished rows in id order,
+// produces them synchronously, marks them published and commits. Only one relay (of any
+// number of replicas) works on a shard at a time, and the next batch starts only after the
+// previous one is acknowledged by Kafka and marked, so rows of one key reach Kafka in id
+// order. A crash between produce and commit republishes the batch: at least once.
+type Relay struct {
+	o     RelayOptions
+	log   *slog.Logger
+	sched *scheduler
+
+	published *prometheus.CounterVec
+	backlog   prometheus.Gauge
+	age       prometheus.Gauge
+	failures  prometheus.Counter
+}
+
+// NewRelay validates the options and registers the metrics.
+func NewRelay(o RelayOptions) (*Relay, error) {
+	if o.Pool == nil || o.Producer == nil {
+		return nil, errors.New("outbox relay: Pool and Producer are required")
+	}
+	if o.SweepEvery <= 0 {
+		o.SweepEvery = time.Second
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 500
+	}
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.PruneAfter <= 0 {
+		o.PruneAfter = time.Hour
+	}
+	if o.PruneEvery <= 0 {
+		o.PruneEvery = time.Minute
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Relay{
+		o:     o,
+		log:   log.With("stage", "relay"),
+		sched: newScheduler(),
+		published: register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rental_outbox_published_total",
+			Help: "Outbox rows published to Kafka and marked published, by topic.",
+		}, []string{"topic"})),
+		backlog: register(o.Registerer, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "rental_outbox_backlog_rows",
+			Help: "Unpublished outbox rows at the last sweep (counted up to 100000).",
+		})),
+		age: register(o.Registerer, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "rental_outbox_backlog_age_seconds",
+			Help: "Age of the oldest unpublished outbox row at the last sweep; 0 when none.",
+		})),
+		failures: register(o.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rental_outbox_publish_failures_total",
+			Help: "Shard batches that failed to publish and will be retried.",
+		})),
+	}, nil
+}
+
+// Run publishes until ctx is cancelled. Batches in flight at cancellation are finished
+// (bounded by a timeout) so a clean shutdown leaves no published-but-unmarked rows.
+func (r *Relay) Run(ctx context.Context) error {
+	r.log.Info("outbox relay up", "shards", Shards, "workers", r.o.Workers, "sweep_every", r.o.SweepEvery)
+	var wg sync.WaitGroup
+	wg.Go(func() { r.listen(ctx) })
+	wg.Go(func() { r.sweep(ctx) })
+	wg.Go(func() { r.prune(ctx) })
+	for range r.o.Workers {
+		wg.Go(func() { r.work(ctx) })
+	}
+	r.sched.markAll() // rows left by a previous run
+	wg.Wait()
+	r.log.Info("outbox relay stopped")
+	return nil
+}
+
+func (r *Relay) work(ctx context.Context) {
+	for {
+		shard, ok := r.sched.take(ctx)
+		if !ok {
+			return
+		}
+		busy, err := r.drain(ctx, shard)
+		r.sched.finish(shard)
+		switch {
+		case err != nil:
+			r.failures.Inc()
+			r.log.Warn("publishing outbox shard failed; will retry", "shard", shard, "err", err)
+			r.sched.markAfter(shard, time.Second)
+		case busy:
+			// Another relay holds the shard; it may have read the shard before the row
+			// that woke us committed. Look again shortly rather than wait for the sweep.
+			r.sched.markAfter(shard, 50*time.Millisecond)
+		}
+	}
+}
+
+// drain publishes batches of shard until it has no unpublished rows. busy reports that
+// another relay holds the shard.
+func (r *Relay) drain(ctx context.Context, shard int) (busy bool, err error) {
+	for ctx.Err() == nil {
+		n, busy, err := r.publishBatch(ctx, shard)
+		if err != nil || busy || n < r.o.BatchSize {
+			return busy, err
+		}
+	}
+	return false, nil
+}
+
+type row struct {
+	id        int64
+	topic     string
+	key       string
+	value     []byte
+	headers   map[string]string
+	createdAt time.Time
+}
+
+func (r *Relay) publishBatch(ctx context.Context, shard int) (n int, busy bool, err error) {
+	// A batch that started is finished even during shutdown, so it gets marked.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 45*time.Second)
+	defer cancel()
+	tx, err := r.o.Pool.Begin(bctx)
+	if err != nil {
+		return 0, false, err
+	}
+	defer tx.Rollback(context.WithoutCancel(bctx)) //nolint:errcheck // no-op after commit
+
+	var locked bool
+	if err := tx.QueryRow(bctx, `SELECT pg_try_advisory_xact_lock($1, $2)`, shardLockClass, shard).Scan(&locked); err != nil {
+		return 0, false, err
+	}
+	if !locked {
+		return 0, true, nil
+	}
+	rows, err := tx.Query(bctx, `
+		SELECT id, topic, key, value, headers, created_at FROM outbox
+		WHERE shard = $1 AND published_at IS NULL
+		ORDER BY id LIMIT $2`, shard, r.o.BatchSize)
+	if err != nil {
+		return 0, false, err
+	}
+	batch, err := pgx.CollectRows(rows, func(rs pgx.CollectableRow) (row, error) {
+		var x row
+		err := rs.Scan(&x.id, &x.topic, &x.key, &x.value, &x.headers, &x.createdAt)
+		return x, err
+	})
+	if err != nil || len(batch) == 0 {
+		return 0, false, err
+	}
+
+	recs := make([]*kgo.Record, len(batch))
+	ids := make([]int64, len(batch))
+	for i, x := range batch {
+		hs := make([]kgo.RecordHeader, 0, len(x.headers)+1)
+		for k, v := range x.headers {
+			hs = append(hs, kgo.RecordHeader{Key: k, Value: []byte(v)})
+		}
+		hs = append(hs, kgo.RecordHeader{Key: HeaderOutboxID, Value: []byte(strconv.FormatInt(x.id, 10))})
+		recs[i] = &kgo.Record{Topic: x.topic, Key: []byte(x.key), Value: x.value, Headers: hs, Timestamp: x.createdAt}
+		ids[i] = x.id
+	}
+	// ProduceSync hands records to the idempotent producer in slice order, which is id
+	// order, and returns once every one is acknowledged or failed. A failure leaves the
+	// whole batch unmarked; with idempotence a later record of a partition cannot land
+	// while an earlier one failed, so the retry cannot reorder a key.
+	if err := r.o.Producer.ProduceSync(bctx, recs...).FirstErr(); err != nil {
+		return 0, false, fmt.Errorf("produce: %w", err)
+	}
+	if _, err := tx.Exec(bctx, `UPDATE outbox SET published_at = now() WHERE id = ANY($1)`, ids); err != nil {
+		return 0, false, err
+	}
+	if err := tx.Commit(bctx); err != nil {
+		return 0, false, err
+	}
+	for _, x := range batch {
+		r.published.WithLabelValues(x.topic).Inc()
+	}
+	return len(batch), false, nil
+}
+
+// listen turns notifications into shard wake-ups. It holds its own connection (outside
+// the pool) for LISTEN and reconnects after failures; the sweep covers the gap.
+func (r *Relay) listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := r.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		r.log.Warn("outbox notifications lost; reconnecting", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (r *Relay) listenOnce(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, r.o.Pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+		return err
+	}
+	r.sched.markAll() // anything notified while we were not listening
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		if s, err := strconv.Atoi(n.Payload); err == nil && s >= 0 && s < Shards {
+			r.sched.mark(s)
+		}
+	}
+}
+
+func (r *Relay) sweep(ctx context.Context) {
+	t := time.NewTicker(r.o.SweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.sched.markAll()
+		var count int64
+		var age float64
+		err := r.o.Pool.QueryRow(ctx, `
+			SELECT count(*), coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8
+			FROM (SELECT created_at FROM outbox WHERE published_at IS NULL LIMIT 100000) b`).Scan(&count, &age)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn("outbox backlog query failed", "err", err)
+			}
+			continue
+		}
+		r.backlog.Set(float64(count))
+		r.age.Set(age)
+	}
+}
+
+// prune deletes published rows older than PruneAfter, in bounded chunks so it never holds
+// long locks or bloats one transaction.
+func (r *Relay) prune(ctx context.Context) {
+	t := time.NewTicker(r.o.PruneEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := Prune(ctx, r.o.Pool, r.o.PruneAfter); err != nil && ctx.Err() == nil {
+			r.log.Warn("outbox prune failed", "err", err)
+		}
+	}
+}
+
+// Prune deletes rows published more than olderThan ago and returns how many it deleted.
+// Unpublished rows are never deleted.
+func Prune(ctx context.Context, pool *pgxpool.Pool, olderThan time.Duration) (int64, error) {
+	const chunk = 5000
+	var total int64
+	for {
+		tag, err := pool.Exec(ctx, `
+			DELETE FROM outbox WHERE id IN (
+				SELECT id FROM outbox
+				WHERE published_at IS NOT NULL AND published_at < now() - $1::interval
+				LIMIT $2)`, olderThan, chunk)
+		if err != nil {
+			return total, err
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < chunk {
+			return total, nil
+		}
+	}
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if reg == nil {
+		reg = prometheus.DefaultRegisterer
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(fmt.Sprintf("outbox metrics: %v", err))
+	}
+	return c
+}
