@@ -47,7 +47,7 @@ var (
 	// Transfer logs, results of tracked transactions, and reverts after a fork. Keyed by
 	// transaction id, so a fact and its revert land on the same partition in order.
 	ChainFacts = Topic{Name: "chain.facts.v1", Key: "tx_id", Partitions: 12, Retention: 7 * day, Cleanup: Delete,
-		Doc: "Normalized chain facts (schemas/events/chain_fact.schema.json)."}
+		Doc: "Normalized chain facts (schemas/events/chainfact.schema.json)."}
 
 	// OrderEvents carries the customer events of orders (order.*), keyed by order id so that
 	// the events of one order are read in the order they happened.

@@ -1,0 +1,383 @@
+// Package chainwatch follows the TRON chain and turns confirmed blocks into normalized
+// chain facts (schemas/events.ChainFact) on topic chain.facts.v1, through the transactional
+// outbox.
+//
+// How it works. A Follower keeps a cursor (the last block whose facts are committed: number
+// and id) in the chain_cursor row "chainwatch", and a window of recent block ids in
+// chain_blocks. Each poll reads the blocks between the cursor and head − Confirmations
+// (getblockbylimitnext, 100 per call, several calls in flight), extracts facts, and commits
+// the facts (as outbox rows), the window rows and the cursor advance in ONE transaction.
+// A crash at any point therefore neither loses a fact nor writes one twice: the batch is
+// either committed with its cursor or read again. Fact ids are deterministic (kind, tx id,
+// log index, block id), so even the re-read produces the same ids.
+//
+// Forks. A block whose parentHash differs from the stored id of its predecessor means the
+// node switched branches. The follower walks its window back until the node's block and
+// the stored block agree (the common ancestor), then in one transaction emits a revert fact
+// for every fact of the orphaned blocks (newest first), drops those blocks from the window
+// and moves the cursor to the ancestor. The next poll reads the new branch and emits its
+// facts, so a transaction included on both branches is announced once per branch, with a
+// revert in between. A fork deeper than the window stops the follower (ErrForkTooDeep):
+// that needs an operator, not a guess.
+//
+// Several replicas may run; they do not split the work. The cursor row is locked and
+// compared in every commit, so only one commits a given batch and the others reload and
+// follow along. One replica is enough: catch-up runs at thousands of blocks per second.
+package chainwatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"rental/infra/tron"
+	"rental/schemas/events"
+	"rental/schemas/network"
+)
+
+// ErrForkTooDeep is returned by a poll when the node's chain shares no block with the
+// stored window: the fork is deeper than Options.Window. chainwatch does not advance
+// until an operator decides (raise the window, or reset the cursor and chain_blocks).
+var ErrForkTooDeep = errors.New("chainwatch: fork deeper than the block window")
+
+// Options configure a Follower. Pool, Source and Outbox are required.
+type Options struct {
+	Pool   *pgxpool.Pool
+	Source BlockSource
+	// Outbox writes fact records in the commit transaction (infra/outbox.InsertRecord).
+	Outbox OutboxWriter
+	// Network is copied into every fact.
+	Network network.Network
+	// Tokens are the TRC-20 contracts whose Transfer logs become facts, normally
+	// Network.USDTContract() (the simulator deploys its own address).
+	Tokens []tron.Address
+	// Confirmations is how far below the head a block must be before it is read; 0 reads
+	// the head itself (tests). 19 matches TRON's solidified block.
+	Confirmations int
+	// PollEvery is the wait between polls once caught up (default 1 s). While behind, the
+	// follower polls again at once.
+	PollEvery time.Duration
+	// Start is the first block read when no cursor is stored yet. Negative means the
+	// confirmed head at first start (head − Confirmations). Ignored once a cursor exists.
+	Start int64
+	// BatchBlocks is the most blocks committed in one transaction (default 500).
+	BatchBlocks int
+	// Window is how many recent blocks are kept for fork detection (default 200); a fork
+	// deeper than this is ErrForkTooDeep.
+	Window int
+	// FetchParallel bounds concurrent node calls (default 4).
+	FetchParallel int
+	// Logger gets stage=chainwatch added; nil discards.
+	Logger *slog.Logger
+	// Registerer receives the rental_chainwatch_* metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// Follower is the chain follower stage.
+type Follower struct {
+	o   Options
+	st  *store
+	ex  *extractor
+	m   *metrics
+	log *slog.Logger
+
+	cur    cursor
+	loaded bool
+}
+
+// New validates the options and applies defaults.
+func New(o Options) (*Follower, error) {
+	switch {
+	case o.Pool == nil:
+		return nil, errors.New("chainwatch: Pool is required")
+	case o.Source == nil:
+		return nil, errors.New("chainwatch: Source is required")
+	case o.Outbox == nil:
+		return nil, errors.New("chainwatch: Outbox is required")
+	case o.Confirmations < 0:
+		return nil, errors.New("chainwatch: Confirmations must not be negative")
+	}
+	if o.PollEvery <= 0 {
+		o.PollEvery = time.Second
+	}
+	if o.BatchBlocks <= 0 {
+		o.BatchBlocks = 500
+	}
+	if o.Window <= 0 {
+		o.Window = 200
+	}
+	if o.FetchParallel <= 0 {
+		o.FetchParallel = 4
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	log := o.Logger.With("stage", "chainwatch")
+	tokens := make(map[tron.Address]bool, len(o.Tokens))
+	for _, t := range o.Tokens {
+		tokens[t] = true
+	}
+	return &Follower{
+		o:   o,
+		st:  &store{pool: o.Pool, outbox: o.Outbox, window: int64(o.Window)},
+		ex:  &extractor{network: o.Network, tokens: tokens, log: log},
+		m:   newMetrics(o.Registerer),
+		log: log,
+	}, nil
+}
+
+// Run follows the chain until ctx is cancelled and returns nil then. Failed polls (node
+// or database unreachable, a fork deeper than the window) are logged and retried at the
+// poll interval; they never end Run, so a restart is never needed to recover.
+func (f *Follower) Run(ctx context.Context) error {
+	tokens := make([]string, len(f.o.Tokens))
+	for i, t := range f.o.Tokens {
+		tokens[i] = t.String()
+	}
+	f.log.Info("chainwatch started", "network", f.o.Network, "confirmations", f.o.Confirmations,
+		"poll_every", f.o.PollEvery, "tokens", tokens, "window", f.o.Window)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	var lastErr string
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
+		for {
+			caughtUp, err := f.poll(ctx)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, errCursorMoved) {
+				// Another replica committed first; reload its cursor at the next poll.
+				f.log.Debug("cursor advanced by another instance", "err", err)
+				break
+			}
+			if err != nil {
+				f.m.pollFails.Inc()
+				// Log a repeated failure once, not once per poll.
+				if msg := err.Error(); msg != lastErr {
+					f.log.Error("poll failed; retrying", "err", err)
+					lastErr = msg
+				}
+				break
+			}
+			if lastErr != "" {
+				f.log.Info("poll recovered")
+				lastErr = ""
+			}
+			if caughtUp {
+				break
+			}
+		}
+		timer.Reset(f.o.PollEvery)
+	}
+}
+
+// poll does one step: loads the cursor if needed, then either commits one batch of
+// blocks, handles a fork, or records an idle poll. caughtUp is false when more work is
+// already known to be waiting.
+func (f *Follower) poll(ctx context.Context) (caughtUp bool, err error) {
+	head, err := f.o.Source.Head(ctx)
+	if err != nil {
+		return false, fmt.Errorf("head: %w", err)
+	}
+	target := head - int64(f.o.Confirmations)
+	if !f.loaded {
+		c, err := f.st.load(ctx, func(context.Context) (cursor, error) {
+			start := f.o.Start
+			if start < 0 {
+				start = max(target, 0)
+			}
+			return cursor{Num: start - 1}, nil
+		})
+		if err != nil {
+			return false, fmt.Errorf("load cursor: %w", err)
+		}
+		f.cur, f.loaded = c, true
+		f.log.Info("following", "cursor", c.Num, "head", head, "target", target)
+	}
+	f.m.headLag.Set(float64(max(head-f.cur.Num, 0)))
+	f.m.cursor.Set(float64(f.cur.Num))
+	if target <= f.cur.Num {
+		// Nothing new. A fork that replaced blocks without lengthening the chain is seen
+		// with the next block (its parent no longer matches the cursor).
+		return true, f.st.touch(ctx)
+	}
+
+	n := int(min(target-f.cur.Num, int64(f.o.BatchBlocks)))
+	blocks, err := f.o.Source.Blocks(ctx, f.cur.Num+1, n)
+	if err != nil {
+		return false, fmt.Errorf("blocks from %d: %w", f.cur.Num+1, err)
+	}
+	if len(blocks) == 0 { // the node's range API lags its head; try again next poll
+		return true, f.st.touch(ctx)
+	}
+	if f.cur.ID != "" && blocks[0].ParentID != f.cur.ID {
+		return false, f.handleFork(ctx)
+	}
+	// Keep the linked prefix: a break inside the batch means the node switched branches
+	// while it was being read; the rest is read (and the fork seen) on the next step.
+	for i := 1; i < len(blocks); i++ {
+		if blocks[i].ParentID != blocks[i-1].ID {
+			blocks = blocks[:i]
+			break
+		}
+	}
+
+	infos, err := f.txInfos(ctx, blocks)
+	if err != nil {
+		return false, err
+	}
+	var ids []string
+	for i := range blocks {
+		for j := range blocks[i].Txs {
+			ids = append(ids, blocks[i].Txs[j].ID)
+		}
+	}
+	tracked, err := f.st.tracked(ctx, ids)
+	if err != nil {
+		return false, fmt.Errorf("tracked transactions: %w", err)
+	}
+	facts := make([][]events.ChainFact, len(blocks))
+	for i := range blocks {
+		facts[i] = f.ex.facts(&blocks[i], infos[i], tracked)
+	}
+	if _, err := f.st.advance(ctx, f.cur, blocks, facts); err != nil {
+		if errors.Is(err, errCursorMoved) {
+			f.loaded = false
+		}
+		return false, fmt.Errorf("commit blocks %d..%d: %w", blocks[0].Num, blocks[len(blocks)-1].Num, err)
+	}
+	last := blocks[len(blocks)-1]
+	f.cur = cursor{Num: last.Num, ID: last.ID}
+	f.m.blocks.Add(float64(len(blocks)))
+	for _, bf := range facts {
+		for _, fact := range bf {
+			f.m.facts.WithLabelValues(string(fact.Kind)).Inc()
+		}
+	}
+	f.m.cursor.Set(float64(last.Num))
+	f.m.headLag.Set(float64(max(head-last.Num, 0)))
+	return last.Num >= target, nil
+}
+
+// txInfos fetches the execution records of the blocks that hold contract calls (only
+// those can carry TRC-20 logs), concurrently. Result i is keyed by tx id for blocks[i].
+func (f *Follower) txInfos(ctx context.Context, blocks []Block) ([]map[string]*TxInfo, error) {
+	out := make([]map[string]*TxInfo, len(blocks))
+	if len(f.ex.tokens) == 0 {
+		return out, nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(f.o.FetchParallel)
+	for i := range blocks {
+		b := &blocks[i]
+		calls := false
+		for j := range b.Txs {
+			if b.Txs[j].IsContractCall() {
+				calls = true
+				break
+			}
+		}
+		if !calls {
+			continue
+		}
+		g.Go(func() error {
+			infos, err := f.o.Source.TxInfos(gctx, b.Num)
+			if err != nil {
+				return fmt.Errorf("transaction info of block %d: %w", b.Num, err)
+			}
+			inBlock := make(map[string]bool, len(b.Txs))
+			for j := range b.Txs {
+				inBlock[b.Txs[j].ID] = true
+			}
+			m := make(map[string]*TxInfo, len(infos))
+			for j := range infos {
+				if !inBlock[infos[j].TxID] {
+					// The records belong to another block at this height: the node
+					// switched branches between the two calls.
+					return fmt.Errorf("%w: block %d has no transaction %s", errInconsistent, b.Num, infos[j].TxID)
+				}
+				m[infos[j].TxID] = &infos[j]
+			}
+			out[i] = m
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+// handleFork rewinds to the common ancestor of the stored window and the node's chain.
+func (f *Follower) handleFork(ctx context.Context) error {
+	ancestor, err := f.findAncestor(ctx)
+	if err != nil {
+		return err
+	}
+	from := f.cur
+	reverted, err := f.st.rewind(ctx, from, ancestor)
+	if err != nil {
+		if errors.Is(err, errCursorMoved) {
+			f.loaded = false
+		}
+		return fmt.Errorf("rewind to %d: %w", ancestor.Num, err)
+	}
+	f.cur = ancestor
+	f.m.forks.Inc()
+	f.m.facts.WithLabelValues(string(events.FactRevert)).Add(float64(reverted))
+	f.m.cursor.Set(float64(ancestor.Num))
+	f.log.Warn("fork: rewound to the common ancestor", "from", from.Num, "ancestor", ancestor.Num,
+		"orphaned_blocks", from.Num-ancestor.Num, "reverted_facts", reverted)
+	return nil
+}
+
+// findAncestor walks the window back from the cursor, 100 blocks per node call, and
+// returns the newest block the node and the window agree on.
+func (f *Follower) findAncestor(ctx context.Context) (cursor, error) {
+	oldest, ok, err := f.st.oldest(ctx)
+	if err != nil {
+		return cursor{}, err
+	}
+	if !ok {
+		return cursor{}, fmt.Errorf("%w: the window is empty", ErrForkTooDeep)
+	}
+	for hi := f.cur.Num; hi >= oldest.Num; {
+		lo := max(oldest.Num, hi-int64(tron.MaxBlocksPerRange)+1)
+		stored, err := f.st.windowRange(ctx, lo, hi)
+		if err != nil {
+			return cursor{}, err
+		}
+		node, err := f.o.Source.Blocks(ctx, lo, int(hi-lo+1))
+		if err != nil {
+			return cursor{}, fmt.Errorf("blocks from %d: %w", lo, err)
+		}
+		onNode := make(map[int64]string, len(node))
+		for _, b := range node {
+			onNode[b.Num] = b.ID
+		}
+		for _, w := range stored { // newest first
+			if onNode[w.Num] == w.ID {
+				return cursor{Num: w.Num, ID: w.ID}, nil
+			}
+		}
+		hi = lo - 1
+	}
+	// Every stored block was replaced; the ancestor may still be the parent of the
+	// oldest one, which the window records.
+	node, err := f.o.Source.Blocks(ctx, oldest.Num, 1)
+	if err != nil {
+		return cursor{}, err
+	}
+	if len(node) == 1 && node[0].ParentID == oldest.ParentID && oldest.ParentID != "" {
+		return cursor{Num: oldest.Num - 1, ID: oldest.ParentID}, nil
+	}
+	return cursor{}, fmt.Errorf("%w: no block in %d..%d matches the node", ErrForkTooDeep, oldest.Num, f.cur.Num)
+}

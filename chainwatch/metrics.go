@@ -1,0 +1,69 @@
+package chainwatch
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	headLag   prometheus.Gauge
+	cursor    prometheus.Gauge
+	blocks    prometheus.Counter
+	facts     *prometheus.CounterVec
+	forks     prometheus.Counter
+	pollFails prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		headLag: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "rental_chainwatch_head_lag_blocks",
+			Help: "Blocks between the node's head and the last block whose facts are committed.",
+		}),
+		cursor: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "rental_chainwatch_cursor_block",
+			Help: "Number of the last block whose facts are committed.",
+		}),
+		blocks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rental_chainwatch_blocks_processed_total",
+			Help: "Blocks read and committed (a block read again after a fork counts again).",
+		}),
+		facts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rental_chainwatch_facts_emitted_total",
+			Help: "Chain facts written to the outbox, by kind.",
+		}, []string{"kind"}),
+		forks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rental_chainwatch_forks_detected_total",
+			Help: "Forks detected (a read block's parent differed from the stored predecessor).",
+		}),
+		pollFails: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rental_chainwatch_poll_errors_total",
+			Help: "Polls that failed (node unreachable, database error, fork deeper than the window).",
+		}),
+	}
+	if reg != nil {
+		m.headLag = register(reg, m.headLag)
+		m.cursor = register(reg, m.cursor)
+		m.blocks = register(reg, m.blocks)
+		m.facts = register(reg, m.facts)
+		m.forks = register(reg, m.forks)
+		m.pollFails = register(reg, m.pollFails)
+	}
+	return m
+}
+
+// register registers c, or returns the collector already registered under its name, so a
+// second follower in one process (a restart in tests) shares the series.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err)
+	}
+	return c
+}

@@ -1,0 +1,283 @@
+package chainwatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"rental/schemas/events"
+	"rental/schemas/topics"
+)
+
+// CursorName is the chain_cursor row chainwatch owns. GET /v1/status reads its updated_at
+// as the scanner's age.
+const CursorName = "chainwatch"
+
+// OutboxWriter writes one record to the transactional outbox inside the caller's
+// transaction; infra/outbox.InsertRecord has this shape. chainwatch never talks to Kafka:
+// the relay publishes what committed.
+type OutboxWriter func(ctx context.Context, tx pgx.Tx, topic topics.Topic, key string, value []byte, headers map[string]string) error
+
+// Execer is satisfied by *pgxpool.Pool, *pgx.Conn and pgx.Tx.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// Track registers transaction ids whose on-chain result chainwatch reports as tx_result
+// facts. Call it in the same transaction that records the intent to broadcast, and before
+// broadcasting: a transaction that lands in a block chainwatch has already read is not
+// reported (the caller can still ask the node with gettransactioninfobyid). Registering
+// an id twice is harmless.
+func Track(ctx context.Context, db Execer, txIDs ...string) error {
+	if len(txIDs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(txIDs))
+	for i, id := range txIDs {
+		ids[i] = strings.ToLower(strings.TrimPrefix(id, "0x")) // java-tron prints lower-case hex
+	}
+	_, err := db.Exec(ctx, `INSERT INTO chain_tracked_tx (tx_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, ids)
+	if err != nil {
+		return fmt.Errorf("chainwatch: track: %w", err)
+	}
+	return nil
+}
+
+// cursor is the last block whose facts are committed. ID is empty before the first block
+// (the follower then accepts any parent for the first block it reads).
+type cursor struct {
+	Num int64
+	ID  string
+}
+
+// errCursorMoved means the cursor row no longer holds what this instance last wrote:
+// another instance advanced it (two replicas running) or an operator reset it. Nothing
+// was written; the follower reloads and carries on from the stored cursor.
+var errCursorMoved = errors.New("chainwatch: cursor moved under this instance")
+
+type store struct {
+	pool   *pgxpool.Pool
+	outbox OutboxWriter
+	window int64
+}
+
+// load returns the stored cursor, creating it at start when absent. Window rows above the
+// cursor can only exist after an operator moved the cursor back to rescan; they are
+// dropped (without reverts: the rescan re-emits the same fact ids, which consumers dedupe).
+// The cursor row is locked meanwhile so a replica committing at the same time is not cut.
+func (s *store) load(ctx context.Context, start func(context.Context) (cursor, error)) (cursor, error) {
+	for {
+		var c cursor
+		found := true
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			err := tx.QueryRow(ctx, `SELECT block_num, block_hash FROM chain_cursor WHERE name = $1 FOR UPDATE`, CursorName).Scan(&c.Num, &c.ID)
+			if errors.Is(err, pgx.ErrNoRows) {
+				found = false
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `DELETE FROM chain_blocks WHERE block_num > $1`, c.Num)
+			return err
+		})
+		if err != nil || found {
+			return c, err
+		}
+		if c, err = start(ctx); err != nil {
+			return cursor{}, err
+		}
+		// Another instance may win this insert; the next round reads its row.
+		if _, err := s.pool.Exec(ctx, `INSERT INTO chain_cursor (name, block_num, block_hash) VALUES ($1, $2, $3)
+			ON CONFLICT (name) DO NOTHING`, CursorName, c.Num, c.ID); err != nil {
+			return cursor{}, err
+		}
+	}
+}
+
+// touch records a successful poll that found nothing new.
+func (s *store) touch(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, `UPDATE chain_cursor SET updated_at = now() WHERE name = $1`, CursorName)
+	return err
+}
+
+// lock takes the cursor row for the transaction and checks it still holds want. The row
+// lock serialises writers, so two replicas can never both commit facts for one block.
+func lock(ctx context.Context, tx pgx.Tx, want cursor) error {
+	var got cursor
+	err := tx.QueryRow(ctx, `SELECT block_num, block_hash FROM chain_cursor WHERE name = $1 FOR UPDATE`, CursorName).Scan(&got.Num, &got.ID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errCursorMoved
+	}
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("%w: stored %d/%s, expected %d/%s", errCursorMoved, got.Num, got.ID, want.Num, want.ID)
+	}
+	return nil
+}
+
+func setCursor(ctx context.Context, tx pgx.Tx, c cursor) error {
+	_, err := tx.Exec(ctx, `UPDATE chain_cursor SET block_num = $2, block_hash = $3, updated_at = now() WHERE name = $1`,
+		CursorName, c.Num, c.ID)
+	return err
+}
+
+// tracked returns which of ids are registered in chain_tracked_tx.
+func (s *store) tracked(ctx context.Context, ids []string) (map[string]bool, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT tx_id FROM chain_tracked_tx WHERE tx_id = ANY($1::text[])`, ids)
+	if err != nil {
+		return nil, err
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]bool, len(got))
+	for _, id := range got {
+		m[id] = true
+	}
+	return m, nil
+}
+
+// advance commits blocks (consecutive, the first one the child of from) with their facts
+// and moves the cursor to the last block, all in one transaction: after a crash either
+// everything of the batch is there (outbox rows included) or nothing is.
+func (s *store) advance(ctx context.Context, from cursor, blocks []Block, facts [][]events.ChainFact) (emitted int, err error) {
+	last := blocks[len(blocks)-1]
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		emitted = 0
+		if err := lock(ctx, tx, from); err != nil {
+			return err
+		}
+		n := len(blocks)
+		nums, ids, parents, times := make([]int64, n), make([]string, n), make([]string, n), make([]time.Time, n)
+		for i, b := range blocks {
+			nums[i], ids[i], parents[i], times[i] = b.Num, b.ID, b.ParentID, b.Time
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO chain_blocks (block_num, block_id, parent_id, block_time)
+			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[])`, nums, ids, parents, times); err != nil {
+			return fmt.Errorf("insert blocks: %w", err)
+		}
+		var fNums []int64
+		var fSeqs []int32
+		var fIDs []string
+		var fBodies []string
+		for i, bf := range facts {
+			for seq, f := range bf {
+				body, err := json.Marshal(f)
+				if err != nil {
+					return err
+				}
+				if err := s.outbox(ctx, tx, topics.ChainFacts, f.TxID, body, headers(f)); err != nil {
+					return fmt.Errorf("outbox: %w", err)
+				}
+				fNums, fSeqs, fIDs, fBodies = append(fNums, blocks[i].Num), append(fSeqs, int32(seq)), append(fIDs, f.FactID), append(fBodies, string(body))
+				emitted++
+			}
+		}
+		if len(fIDs) > 0 {
+			if _, err := tx.Exec(ctx, `INSERT INTO chain_block_facts (block_num, seq, fact_id, fact)
+				SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::jsonb[])`, fNums, fSeqs, fIDs, fBodies); err != nil {
+				return fmt.Errorf("insert block facts: %w", err)
+			}
+		}
+		if err := setCursor(ctx, tx, cursor{Num: last.Num, ID: last.ID}); err != nil {
+			return err
+		}
+		// Keep the window; facts of pruned blocks go with them (ON DELETE CASCADE).
+		_, err := tx.Exec(ctx, `DELETE FROM chain_blocks WHERE block_num <= $1`, last.Num-s.window)
+		return err
+	})
+	return emitted, err
+}
+
+// windowBlock is one row of the recent-block window.
+type windowBlock struct {
+	Num      int64
+	ID       string
+	ParentID string
+}
+
+// windowRange returns the stored blocks numbered [lo, hi], newest first.
+func (s *store) windowRange(ctx context.Context, lo, hi int64) ([]windowBlock, error) {
+	rows, err := s.pool.Query(ctx, `SELECT block_num, block_id, parent_id FROM chain_blocks
+		WHERE block_num BETWEEN $1 AND $2 ORDER BY block_num DESC`, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[windowBlock])
+}
+
+// oldest returns the lowest block of the window (ok false when it is empty).
+func (s *store) oldest(ctx context.Context) (windowBlock, bool, error) {
+	var w windowBlock
+	err := s.pool.QueryRow(ctx, `SELECT block_num, block_id, parent_id FROM chain_blocks ORDER BY block_num LIMIT 1`).
+		Scan(&w.Num, &w.ID, &w.ParentID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return w, false, nil
+	}
+	return w, err == nil, err
+}
+
+// rewind moves the cursor back to ancestor after a fork: every fact of the orphaned
+// blocks (above ancestor) is cancelled by a revert fact, newest first, and the orphaned
+// blocks and their facts leave the window, in one transaction. A fact is therefore
+// reverted exactly once, even if chainwatch crashes half-way.
+func (s *store) rewind(ctx context.Context, from, ancestor cursor) (reverted int, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		reverted = 0
+		if err := lock(ctx, tx, from); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT fact FROM chain_block_facts WHERE block_num > $1
+			ORDER BY block_num DESC, seq DESC`, ancestor.Num)
+		if err != nil {
+			return err
+		}
+		orphaned, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (events.ChainFact, error) {
+			var f events.ChainFact
+			var raw []byte
+			if err := r.Scan(&raw); err != nil {
+				return f, err
+			}
+			return f, json.Unmarshal(raw, &f)
+		})
+		if err != nil {
+			return err
+		}
+		for _, f := range orphaned {
+			r := events.RevertOf(f)
+			body, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			if err := s.outbox(ctx, tx, topics.ChainFacts, r.TxID, body, headers(r)); err != nil {
+				return fmt.Errorf("outbox: %w", err)
+			}
+			reverted++
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM chain_blocks WHERE block_num > $1`, ancestor.Num); err != nil {
+			return err
+		}
+		return setCursor(ctx, tx, ancestor)
+	})
+	return reverted, err
+}
+
+// headers are Kafka record headers that let a consumer route or skip a fact without
+// decoding it.
+func headers(f events.ChainFact) map[string]string {
+	return map[string]string{"kind": string(f.Kind), "fact_id": f.FactID}
+}
