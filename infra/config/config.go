@@ -38,6 +38,12 @@ type Config struct {
 	// Chain following.
 	Confirmations  int           // CONFIRMATIONS, depth below the head a block is final at
 	ChainPollEvery time.Duration // CHAIN_POLL_INTERVAL
+	// ChainStartBlock is where the follower starts when it has no cursor yet
+	// (CHAIN_START_BLOCK); -1 means the confirmed head, skipping history.
+	ChainStartBlock int64
+	// USDTContract is the TRC-20 USDT contract followed and accepted (USDT_CONTRACT);
+	// it defaults to the network's.
+	USDTContract tron.Address
 
 	// Simulator (dev stack only).
 	SimAddr          string        // SIM_ADDR
@@ -83,6 +89,13 @@ func Load() (Config, error) {
 		return n
 	}
 
+	// CHAIN_START_BLOCK may be -1, which integer() refuses.
+	integerOrMinus1 := func(name string) int {
+		if str(name, "") == "-1" {
+			return -1
+		}
+		return integer(name, -1)
+	}
 	net, err := network.Parse(str("NETWORK", "mainnet"))
 	if err != nil {
 		errs = append(errs, "NETWORK: "+err.Error())
@@ -100,10 +113,18 @@ func Load() (Config, error) {
 		DataDir:          str("DATA_DIR", filepath.Join(".data")),
 		Confirmations:    integer("CONFIRMATIONS", 19),
 		ChainPollEvery:   dur("CHAIN_POLL_INTERVAL", time.Second),
+		ChainStartBlock:  int64(integerOrMinus1("CHAIN_START_BLOCK")),
 		SimAddr:          str("SIM_ADDR", "127.0.0.1:8090"),
 		SimBlockInterval: dur("SIM_BLOCK_INTERVAL", 3*time.Second),
 		OutboxSweepEvery: dur("OUTBOX_SWEEP_INTERVAL", time.Second),
 		ShutdownGrace:    dur("SHUTDOWN_GRACE", 10*time.Second),
+	}
+	if usdt := str("USDT_CONTRACT", string(net.USDTContractOrEmpty())); usdt != "" {
+		a, err := tron.ParseAddress(usdt)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("USDT_CONTRACT: %q: %v", usdt, err))
+		}
+		c.USDTContract = a
 	}
 	if c.MetricsAddr == "off" {
 		c.MetricsAddr = ""

@@ -62,3 +62,12 @@ func (n Network) USDTContract() string {
 	}
 	return "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
 }
+
+// USDTContractOrEmpty is USDTContract for a known network and "" otherwise, so that
+// configuration can default to it before the network value is validated.
+func (n Network) USDTContractOrEmpty() string {
+	if n != Mainnet && n != Nile {
+		return ""
+	}
+	return n.USDTContract()
+}

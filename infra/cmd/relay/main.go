@@ -1,26 +1,21 @@
-// Command relay publishes the transactional outbox to Kafka. Run any number of replicas:
-// they share the outbox's 16 shards through Postgres advisory locks and keep per-key
-// order. Configuration: DATABASE_URL, KAFKA_BROKERS, OUTBOX_SWEEP_INTERVAL (see
-// infra/config). It creates the catalogue's topics at start and stops on SIGINT/SIGTERM
-// after finishing the batches in flight.
+// Command relay publishes committed outbox rows to Kafka (KAFKA_BROKERS) from Postgres
+// (DATABASE_URL). Run two or more: rows are sharded by key and each shard is held by one
+// relay at a time, so per-key order survives a failover. SIGTERM stops it cleanly.
 package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
+	"golang.org/x/sync/errgroup"
 
 	"rental/infra/config"
-	"rental/infra/kafka"
-	"rental/infra/outbox"
+	"rental/infra/metrics"
 	"rental/infra/pg"
-	"rental/schemas/topics"
+	"rental/infra/stages"
 )
 
 func main() {
@@ -44,27 +39,19 @@ func run(log *slog.Logger) error {
 		return err
 	}
 	defer pool.Close()
-
-	producer, err := kafka.NewClient(cfg.KafkaBrokers)
+	producer, err := stages.KafkaProducer(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer producer.Close()
-	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = kafka.EnsureTopics(tctx, kadm.NewClient(producer), topics.All())
-	cancel()
-	if err != nil {
-		return fmt.Errorf("%w (brokers %v)", err, cfg.KafkaBrokers)
-	}
 
-	relay, err := outbox.NewRelay(outbox.RelayOptions{
-		Pool:       pool,
-		Producer:   producer,
-		Logger:     log,
-		SweepEvery: cfg.OutboxSweepEvery,
-	})
+	reg := metrics.NewRegistry()
+	relay, err := stages.Relay(cfg, pool, producer, log, reg)
 	if err != nil {
 		return err
 	}
-	return relay.Run(ctx)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return relay.Run(gctx) })
+	g.Go(func() error { return metrics.Run(gctx, cfg.MetricsAddr, reg, log) })
+	return g.Wait()
 }

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# make bench: runs each benchmark next to a reference measured in the same command on the
+# same machine, and ends each with one line
+#   bench NAME: VALUE UNIT, ratio R vs REFERENCE
+# so figures compare across commits although machines are noisy.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}"
+export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
+BENCHTIME="${BENCHTIME:-3x}"
+
+# metric PKG BENCH UNIT: run one Go benchmark and print the value it reported for UNIT.
+metric() {
+  local pkg=$1 bench=$2 unit=$3 out
+  out=$(go test -run '^$' -bench "^${bench}\$" -benchtime "$BENCHTIME" -count 1 "$pkg" 2>&1) || {
+    echo "$out" >&2; echo "bench: $bench in $pkg failed" >&2; exit 1; }
+  echo "$out" | grep -E "^${bench}(-[0-9]+)?[[:space:]]" >&2 || true
+  echo "$out" | awk -v u="$unit" '$0 ~ "^'"$bench"'" { for (i = 2; i <= NF; i++) if ($i == u) v = $(i-1) } END { if (v == "") exit 1; print v }'
+}
+
+# pair NAME UNIT PKG BENCH REFPKG REFBENCH REFNAME: the summary line for BENCH against REFBENCH.
+pair() {
+  local name=$1 unit=$2 v r
+  v=$(metric "$3" "$4" "$unit") || { echo "bench $name: no $unit reported" >&2; exit 1; }
+  r=$(metric "$5" "$6" "$unit") || { echo "bench $name: reference reported no $unit" >&2; exit 1; }
+  awk -v n="$name" -v v="$v" -v r="$r" -v u="$unit" -v ref="$7" \
+    'BEGIN { printf "bench %s: %.0f %s, ratio %.2f vs %s (%.0f %s)\n", n, v, u, v / r, ref, r, u }'
+}
+
+# Chain follower catch-up from an old cursor, against the simulator's raw block-range
+# serving rate (the ceiling: fetching the same blocks with no processing).
+pair chainwatch_catchup blocks/s ./chainwatch BenchmarkCatchUp ./infra/tronsim BenchmarkCatchUp "simulator block fetch"
+
+# Outbox relay publish rate, against producing the same records straight to the broker.
+pair outbox_relay events/s ./infra/outbox BenchmarkRelay ./infra/outbox BenchmarkDirectProduce "direct produce to kfake"

@@ -1,0 +1,157 @@
+// Command devstack runs the whole service in one process on embedded defaults (`make run`):
+// an embedded Kafka broker (kfake) with its data under DATA_DIR, the TRON node simulator,
+// the schema migrations, the outbox relay, the chain follower and the API edge. Postgres and
+// Redis are real local servers; when one is unreachable it says so with the command that
+// starts it. Each stage logs one line when it is up.
+//
+// Dev-only secrets live here and nowhere else: the simulator's public faucet key and a stake
+// pool key derived from a fixed phrase. Production never runs this binary.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sync/errgroup"
+
+	"rental/infra/config"
+	"rental/infra/kafka"
+	"rental/infra/metrics"
+	"rental/infra/pg"
+	"rental/infra/redisx"
+	"rental/infra/stages"
+	"rental/infra/tron"
+	"rental/infra/tronsim"
+)
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(log); err != nil {
+		log.Error("devstack stopped", "stage", "devstack", "err", err)
+		os.Exit(1)
+	}
+}
+
+// devPoolKey is the dev stack's own stake pool: a well-known key, never used on a real chain.
+func devPoolKey() tron.PrivateKey {
+	seed := sha256.Sum256([]byte("rental devstack stake pool 0 (dev only)"))
+	return tron.PrivateKeyFromBytes(seed[:])
+}
+
+func run(log *slog.Logger) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	stage := func(name string) *slog.Logger { return log.With("stage", name) }
+	dlog := stage("devstack")
+
+	// Real services first: fail fast, naming the fix.
+	if err := pg.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+		return err
+	}
+	applied, err := pg.Migrate(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	stage("migrate").Info(fmt.Sprintf("schema up to date (%d migrations applied now)", len(applied)), "database", pg.Redact(cfg.DatabaseURL))
+	pool, err := pg.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rdb, err := redisx.Connect(ctx, cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("DATA_DIR %s: %w", cfg.DataDir, err)
+	}
+	if len(cfg.KafkaBrokers) == 0 {
+		return errors.New("KAFKA_BROKERS is empty: the dev stack's broker listens on its first address")
+	}
+	broker, err := kafka.StartBroker(kafka.BrokerOptions{
+		Addr:    cfg.KafkaBrokers[0],
+		DataDir: filepath.Join(cfg.DataDir, "kafka"),
+		Logger:  log,
+	})
+	if err != nil {
+		return err
+	}
+
+	// The simulator stands in for java-tron; the stages reach it over HTTP like a real node.
+	pool0 := devPoolKey()
+	sim, err := tronsim.New(tronsim.Options{
+		Network:       cfg.Network,
+		BlockInterval: cfg.SimBlockInterval,
+		DataFile:      filepath.Join(cfg.DataDir, "tronsim.json"),
+		Genesis: []tronsim.GenesisAccount{{
+			Address:        pool0.Address(),
+			BalanceSun:     1_000_000 * 1_000_000,
+			StakeEnergySun: 50_000_000 * 1_000_000,
+		}},
+		Logger: log,
+	})
+	if err != nil {
+		broker.Close()
+		return err
+	}
+	defer sim.Close()
+	cfg.TronNodeURL = "http://" + cfg.SimAddr
+	cfg.USDTContract = sim.USDTContract()
+	if len(cfg.PoolAddresses) == 0 {
+		cfg.PoolAddresses = []tron.Address{pool0.Address()}
+	}
+	if cfg.ChainStartBlock < 0 {
+		cfg.ChainStartBlock = 0 // the simulated chain is short: follow it from genesis
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return broker.Run(gctx) })
+	g.Go(func() error { return sim.Serve(gctx, cfg.SimAddr) })
+
+	producer, err := stages.KafkaProducer(gctx, cfg)
+	if err != nil {
+		stop()
+		_ = g.Wait()
+		return err
+	}
+	defer producer.Close()
+
+	reg := metrics.NewRegistry()
+	relay, err := stages.Relay(cfg, pool, producer, log, reg)
+	if err != nil {
+		return err
+	}
+	follower, err := stages.Chainwatch(cfg, pool, log, reg)
+	if err != nil {
+		return err
+	}
+	api, err := stages.Edge(cfg, pool, log, reg)
+	if err != nil {
+		return err
+	}
+	g.Go(func() error { return relay.Run(gctx) })
+	g.Go(func() error { return follower.Run(gctx) })
+	g.Go(func() error { return api.Run(gctx) })
+	g.Go(func() error { return metrics.Run(gctx, cfg.MetricsAddr, reg, stage("metrics")) })
+
+	dlog.Info(fmt.Sprintf("dev stack up: API http://%s, TRON node http://%s, Kafka %s, data in %s",
+		cfg.HTTPAddr, cfg.SimAddr, broker.Addr(), cfg.DataDir), "pool", pool0.Address().String())
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	dlog.Info("dev stack stopped cleanly")
+	return nil
+}
