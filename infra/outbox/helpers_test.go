@@ -23,7 +23,7 @@ import (
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // startBroker runs an embedded broker over TCP on a free port, with the catalogue created.
-func startBroker(t *testing.T) string {
+func startBroker(t testing.TB) string {
 	t.Helper()
 	b, err := kafka.StartBroker(kafka.BrokerOptions{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Logger: quietLogger()})
 	if err != nil {
@@ -39,7 +39,7 @@ func startBroker(t *testing.T) string {
 	return b.Addr()
 }
 
-func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kafka.NewClient([]string{addr}, opts...)
 	if err != nil {
@@ -140,7 +140,7 @@ func assertKeyOrder(t *testing.T, written, read map[string][]string) {
 	}
 }
 
-func unpublished(t *testing.T, pool *pgxpool.Pool) int {
+func unpublished(t testing.TB, pool *pgxpool.Pool) int {
 	t.Helper()
 	var n int
 	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox WHERE published_at IS NULL`).Scan(&n); err != nil {
@@ -149,7 +149,7 @@ func unpublished(t *testing.T, pool *pgxpool.Pool) int {
 	return n
 }
 
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {

@@ -15,7 +15,7 @@ import (
 )
 
 // startRelay runs a relay in this process with its own pool and producer.
-func startRelay(t *testing.T, dbURL, addr string, o outbox.RelayOptions) func() {
+func startRelay(t testing.TB, dbURL, addr string, o outbox.RelayOptions) func() {
 	t.Helper()
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	if err != nil {
