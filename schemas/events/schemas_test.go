@@ -1,0 +1,102 @@
+package events_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"rental/schemas/events"
+	"rental/schemas/network"
+)
+
+func compile(t *testing.T, name string) *jsonschema.Schema {
+	t.Helper()
+	raw, err := events.SchemaFiles.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("%s is not JSON: %v", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(name, doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(name)
+	if err != nil {
+		t.Fatalf("%s does not compile: %v", name, err)
+	}
+	return s
+}
+
+func instance(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func TestEnvelopeMatchesItsSchema(t *testing.T) {
+	s := compile(t, "envelope.schema.json")
+	env, err := events.New("order.confirmed", "acc_1", network.Nile, map[string]any{"order_id": "ord_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(instance(t, env)); err != nil {
+		t.Fatalf("an envelope made by events.New fails its schema: %v", err)
+	}
+
+	// The schema must reject what a consumer could not rely on.
+	bad := map[string]func(m map[string]any){
+		"missing event_id": func(m map[string]any) { delete(m, "event_id") },
+		"unknown network":  func(m map[string]any) { m["network"] = "shasta" },
+		"version 2":        func(m map[string]any) { m["event_version"] = 2 },
+		"time without ms":  func(m map[string]any) { m["created_at"] = "2026-01-01T00:00:00Z" },
+		"data not object":  func(m map[string]any) { m["data"] = "x" },
+	}
+	for name, mutate := range bad {
+		m := map[string]any{}
+		b, _ := json.Marshal(env)
+		_ = json.Unmarshal(b, &m)
+		mutate(m)
+		if err := s.Validate(instance(t, m)); err == nil {
+			t.Errorf("%s: schema accepted it", name)
+		}
+	}
+}
+
+func TestChainFactsMatchTheirSchema(t *testing.T) {
+	s := compile(t, "chainfact.schema.json")
+	raw, _ := events.SchemaFiles.ReadFile("chainfact.schema.json")
+	if !strings.Contains(string(raw), "2020-12") {
+		t.Fatal("chainfact.schema.json does not declare draft 2020-12")
+	}
+	transfer := events.ChainFact{
+		Kind: events.FactTRXTransfer, Network: network.Mainnet, TxID: strings.Repeat("ab", 32), BlockNum: 10,
+		BlockID:   strings.Repeat("00", 7) + "0a" + strings.Repeat("cd", 24),
+		BlockTime: events.Time(time.Date(2026, 1, 2, 3, 4, 5, 6_000_000, time.UTC)),
+		From:      "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", To: "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf", AmountSun: 5_000_000,
+	}
+	transfer.FactID = events.FactID(transfer.Kind, transfer.TxID, -1, transfer.BlockID)
+	if err := s.Validate(instance(t, transfer)); err != nil {
+		t.Fatalf("a trx_transfer fact fails its schema: %v", err)
+	}
+	m := map[string]any{}
+	b, _ := json.Marshal(transfer)
+	_ = json.Unmarshal(b, &m)
+	m["kind"] = "mint"
+	if err := s.Validate(instance(t, m)); err == nil {
+		t.Fatal("schema accepted an unknown fact kind")
+	}
+}
