@@ -13,33 +13,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"rental/infra/kafka"
+	"rental/infra/testenv"
 	"rental/schemas/events"
 	"rental/schemas/topics"
 )
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// startBroker runs the embedded kfake broker on a free 127.0.0.1 port with the catalogue's
-// chain facts topic created, and returns its address.
-func startBroker(t testing.TB) string {
-	t.Helper()
-	b, err := kafka.StartBroker(kafka.BrokerOptions{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	cl, err := kafka.NewClient([]string{b.Addr()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), []topics.Topic{topics.ChainFacts}); err != nil {
-		t.Fatal(err)
-	}
-	return b.Addr()
-}
+// startBroker is the test's own embedded broker with the catalogue created.
+func startBroker(t testing.TB) string { return testenv.Kafka(t) }
 
 // factReader consumes chain.facts.v1 over TCP from the start, as a data team's consumer
 // would, and keeps every fact with the key and partition it arrived with.

@@ -1,9 +1,9 @@
 package chainwatch
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	promreg "rental/infra/metrics"
 )
 
 type metrics struct {
@@ -43,27 +43,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		m.headLag = register(reg, m.headLag)
-		m.cursor = register(reg, m.cursor)
-		m.blocks = register(reg, m.blocks)
-		m.facts = register(reg, m.facts)
-		m.forks = register(reg, m.forks)
-		m.pollFails = register(reg, m.pollFails)
+		m.headLag = promreg.Register(reg, m.headLag)
+		m.cursor = promreg.Register(reg, m.cursor)
+		m.blocks = promreg.Register(reg, m.blocks)
+		m.facts = promreg.Register(reg, m.facts)
+		m.forks = promreg.Register(reg, m.forks)
+		m.pollFails = promreg.Register(reg, m.pollFails)
 	}
 	return m
-}
-
-// register registers c, or returns the collector already registered under its name, so a
-// second follower in one process (a restart in tests) shares the series.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }

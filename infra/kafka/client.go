@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -71,22 +70,4 @@ func EnsureTopics(ctx context.Context, adm *kadm.Client, ts []topics.Topic) erro
 		return fmt.Errorf("kafka: creating topics: %s", strings.Join(failed, "; "))
 	}
 	return nil
-}
-
-// register registers c on reg, or returns the collector already registered under the same
-// description, so that several runners in one process (the dev stack) share metrics.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if reg == nil {
-		reg = prometheus.DefaultRegisterer
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(fmt.Sprintf("kafka metrics: %v", err))
-	}
-	return c
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"rental/infra/metrics"
 )
 
 // Handler processes one record. Returning nil marks the record done; its offset may then
@@ -105,11 +107,11 @@ func NewRunner(o RunnerOptions) (*Runner, error) {
 		o:       o,
 		log:     log.With("stage", "consumer", "group", o.Group),
 		workers: map[tp]*worker{},
-		processed: register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
+		processed: metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rental_kafka_records_processed_total",
 			Help: "Records whose handler returned nil, by consumer group and topic.",
 		}, []string{"group", "topic"})),
-		failures: register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
+		failures: metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rental_kafka_handler_errors_total",
 			Help: "Handler attempts that returned an error (each retry counts), by consumer group and topic.",
 		}, []string{"group", "topic"})),

@@ -48,3 +48,23 @@ func Run(ctx context.Context, addr string, g prometheus.Gatherer, log *slog.Logg
 	}
 	return nil
 }
+
+// Register registers c on reg (nil means prometheus.DefaultRegisterer) and returns it, or
+// returns the collector already registered with the same description, so that several
+// instances of a stage in one process (the dev stack, restarts in tests) share one series.
+// Any other registration failure is a programming error and panics.
+func Register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if reg == nil {
+		reg = prometheus.DefaultRegisterer
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic("metrics: " + err.Error())
+	}
+	return c
+}

@@ -10,11 +10,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"rental/infra/kafka"
 	"rental/infra/outbox"
+	"rental/infra/testenv"
 	"rental/schemas/events"
 	"rental/schemas/network"
 	"rental/schemas/topics"
@@ -22,22 +22,8 @@ import (
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// startBroker runs an embedded broker over TCP on a free port, with the catalogue created.
-func startBroker(t testing.TB) string {
-	t.Helper()
-	b, err := kafka.StartBroker(kafka.BrokerOptions{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	cl := newClient(t, b.Addr())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), topics.All()); err != nil {
-		t.Fatal(err)
-	}
-	return b.Addr()
-}
+// startBroker is the test's own embedded broker with the catalogue created.
+func startBroker(t testing.TB) string { return testenv.Kafka(t) }
 
 func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"rental/infra/metrics"
 )
 
 // shardLockClass is the first half of the (class, shard) advisory lock a relay holds on a
@@ -92,19 +94,19 @@ func NewRelay(o RelayOptions) (*Relay, error) {
 		o:     o,
 		log:   log.With("stage", "relay"),
 		sched: newScheduler(),
-		published: register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
+		published: metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rental_outbox_published_total",
 			Help: "Outbox rows published to Kafka and marked published, by topic.",
 		}, []string{"topic"})),
-		backlog: register(o.Registerer, prometheus.NewGauge(prometheus.GaugeOpts{
+		backlog: metrics.Register(o.Registerer, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "rental_outbox_backlog_rows",
 			Help: "Unpublished outbox rows at the last sweep (counted up to 100000).",
 		})),
-		age: register(o.Registerer, prometheus.NewGauge(prometheus.GaugeOpts{
+		age: metrics.Register(o.Registerer, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "rental_outbox_backlog_age_seconds",
 			Help: "Age of the oldest unpublished outbox row at the last sweep; 0 when none.",
 		})),
-		failures: register(o.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
+		failures: metrics.Register(o.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rental_outbox_publish_failures_total",
 			Help: "Shard batches that failed to publish and will be retried.",
 		})),
@@ -333,20 +335,4 @@ func Prune(ctx context.Context, pool *pgxpool.Pool, olderThan time.Duration) (in
 			return total, nil
 		}
 	}
-}
-
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if reg == nil {
-		reg = prometheus.DefaultRegisterer
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(fmt.Sprintf("outbox metrics: %v", err))
-	}
-	return c
 }
