@@ -27,12 +27,15 @@ func RequestID(rc *fasthttp.RequestCtx) string {
 // middleware wraps the router, outermost first:
 //  1. request id: chosen before anything can fail, so every response carries it;
 //  2. access metrics: observe the final status, including recovered panics;
-//  3. panic recovery: a panicking handler answers 9000 in the envelope.
+//  3. panic recovery: a panicking handler answers 9000 in the envelope;
+//  4. the per-IP budget, charged for every request (unknown routes too) before any
+//     authentication work, so RateLimit-* headers are on every response.
 func (s *Server) middleware(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(rc *fasthttp.RequestCtx) {
 		id := requestIDFor(rc.Request.Header.Peek(HeaderRequestID))
 		rc.SetUserValue(requestIDKey, id)
 		rc.Response.Header.Set(HeaderRequestID, id)
+		s.resolveClientIP(rc)
 
 		start := time.Now()
 		s.metrics.inFlight.Inc()
@@ -50,9 +53,17 @@ func (s *Server) middleware(next fasthttp.RequestHandler) fasthttp.RequestHandle
 					"method", string(rc.Method()), "path", string(rc.Path()), "stack", string(debug.Stack()))
 				rc.Response.Reset()
 				rc.Response.Header.Set(HeaderRequestID, id)
+				writeRateHeaders(rc)
 				s.writeError(rc, apierr.InternalError.New("panic"))
 			}
 		}()
+		ctx, cancel := s.requestContext()
+		err := s.chargeIP(ctx, rc)
+		cancel()
+		if err != nil {
+			s.writeError(rc, err)
+			return
+		}
 		next(rc)
 	}
 }

@@ -2,7 +2,9 @@ package edge
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"rental/schemas/apierr"
+	"rental/schemas/scopes"
 )
 
 // HandlerFunc serves one endpoint. ctx is bounded by Options.RequestTimeout and survives
@@ -18,96 +21,159 @@ import (
 // errors.go answer it: an *apierr.Error for a catalogue answer, anything else for 9000.
 type HandlerFunc func(ctx context.Context, rc *fasthttp.RequestCtx) error
 
-// Endpoint is one method and path template of the contract.
+// Endpoint is one method and path template of the contract, with who may call it.
 type Endpoint struct {
 	Method string
 	Path   string // fasthttp/router template; {name} is one path segment
+
+	// Auth is the set of credentials accepted: the spec's Auth column.
+	Auth Accepts
+	// Scope is the key scope required (schemas/scopes). Every endpoint that takes keys names
+	// one, except public endpoints that also take keys ("P (or K)"): a key there is verified
+	// but needs no scope, because the same call works without any credential.
+	Scope string
+	// Role is the minimum dashboard role for sessions; "" means viewer for GET and editor
+	// for other methods.
+	Role string
+	// Class is the per-credential rate class.
+	Class RateClass
+	// WhileSuspended lets an unsafe method through on a suspended or closed account:
+	// revoking a key and signing out must work when the account is frozen.
+	WhileSuspended bool
 }
 
 func (e Endpoint) key() string { return e.Method + " " + e.Path }
 
+// RateClass names the per-credential budget a call is charged to (docs/auth.md).
+type RateClass string
+
+const (
+	ClassOrder      RateClass = "order"      // order creation and order mutations: 30/s per key
+	ClassRead       RateClass = "read"       // reads and pure computations: 50/s per key
+	ClassManagement RateClass = "management" // account, keys, webhooks, subscriptions, session: 5/s
+	ClassPublic     RateClass = "public"     // only the per-IP budget applies
+)
+
 // Endpoints is every endpoint of rental-api-v1 this edge routes. An endpoint without a
 // handler in Server.handlers answers 501 9002 not_implemented, never a bare 404, so a
 // client can tell "not built yet" from "does not exist". The table is checked against the
-// spec by routes_test.go.
+// spec by routes_test.go; auth_test.go checks that every endpoint taking keys names a scope
+// of schemas/scopes and that every scope is used.
 //
-// Choices where the spec is open (docs/errors.md lists them):
+// Choices where the spec is open (docs/errors.md and docs/auth.md list them):
 //   - API keys: the spec names only POST /v1/api-keys and "other key management calls";
 //     this edge routes GET /v1/api-keys (list), PATCH /v1/api-keys/{id} (update) and
 //     DELETE /v1/api-keys/{id} (revoke).
 //   - The node proxy endpoint is "not shown" in the spec, so it has no route.
+//   - Orders and batches name no Auth in the spec: keys only.
 var Endpoints = []Endpoint{
 	// Signup.
-	{"POST", "/v1/accounts/challenge"},
-	{"POST", "/v1/accounts/challenge/verify"},
-	{"POST", "/v1/accounts"},
-	{"GET", "/v1/accounts/deposit-address"},
+	{Method: "POST", Path: "/v1/accounts/challenge", Auth: P, Class: ClassPublic},
+	{Method: "POST", Path: "/v1/accounts/challenge/verify", Auth: P, Class: ClassPublic},
+	{Method: "POST", Path: "/v1/accounts", Auth: B | P, Class: ClassManagement},
+	{Method: "GET", Path: "/v1/accounts/deposit-address", Auth: B, Class: ClassManagement},
 
 	// Account and session.
-	{"GET", "/v1/account"},
-	{"PATCH", "/v1/account"},
-	{"GET", "/v1/balance"},
-	{"GET", "/v1/deposit-addresses"},
-	{"POST", "/v1/session"},
-	{"GET", "/v1/session"},
-	{"DELETE", "/v1/session"},
-	{"POST", "/v1/session/refresh"},
-	{"POST", "/v1/session/revoke-all"},
-	{"GET", "/v1/session/history"},
+	{Method: "GET", Path: "/v1/account", Auth: K | B, Scope: scopes.AccountRead, Class: ClassManagement},
+	{Method: "PATCH", Path: "/v1/account", Auth: S, Scope: scopes.AccountWrite, Role: RoleOwner, Class: ClassManagement},
+	{Method: "GET", Path: "/v1/balance", Auth: K, Scope: scopes.AccountRead, Class: ClassRead},
+	{Method: "GET", Path: "/v1/deposit-addresses", Auth: K, Scope: scopes.DepositsRead, Class: ClassRead},
+	{Method: "POST", Path: "/v1/session", Auth: P, Class: ClassPublic},
+	{Method: "GET", Path: "/v1/session", Auth: S, Class: ClassManagement},
+	{Method: "DELETE", Path: "/v1/session", Auth: S, Role: RoleViewer, Class: ClassManagement, WhileSuspended: true},
+	{Method: "POST", Path: "/v1/session/refresh", Auth: S, Role: RoleViewer, Class: ClassManagement, WhileSuspended: true},
+	{Method: "POST", Path: "/v1/session/revoke-all", Auth: S, Role: RoleViewer, Class: ClassManagement, WhileSuspended: true},
+	{Method: "GET", Path: "/v1/session/history", Auth: S, Class: ClassManagement},
 
 	// Pricing and chain.
-	{"GET", "/v1/prices"},
-	{"GET", "/v1/market"},
-	{"GET", "/v1/market/history"},
-	{"GET", "/v1/orderbook"},
-	{"GET", "/v1/estimate"},
-	{"POST", "/v1/estimate/transfer"},
-	{"POST", "/v1/quotes"},
-	{"GET", "/v1/quotes/{quoteId}"},
-	{"GET", "/v1/resources/{address}"},
-	{"GET", "/v1/status"},
+	{Method: "GET", Path: "/v1/prices", Auth: P | K, Class: ClassRead},
+	{Method: "GET", Path: "/v1/market", Auth: P | K, Class: ClassRead},
+	{Method: "GET", Path: "/v1/market/history", Auth: P | K, Class: ClassRead},
+	{Method: "GET", Path: "/v1/orderbook", Auth: P, Class: ClassPublic},
+	{Method: "GET", Path: "/v1/estimate", Auth: P | K, Class: ClassRead},
+	{Method: "POST", Path: "/v1/estimate/transfer", Auth: K, Scope: scopes.EstimatesRead, Class: ClassRead},
+	{Method: "POST", Path: "/v1/quotes", Auth: K, Scope: scopes.QuotesWrite, Class: ClassRead},
+	{Method: "GET", Path: "/v1/quotes/{quoteId}", Auth: K, Scope: scopes.QuotesRead, Class: ClassRead},
+	{Method: "GET", Path: "/v1/resources/{address}", Auth: P | K, Class: ClassRead},
+	{Method: "GET", Path: "/v1/status", Auth: P, Class: ClassPublic},
 
 	// Subscriptions.
-	{"GET", "/v1/subscriptions/plans"},
-	{"GET", "/v1/subscriptions"},
-	{"POST", "/v1/subscriptions"},
-	{"GET", "/v1/subscriptions/{subscriptionId}"},
-	{"PATCH", "/v1/subscriptions/{subscriptionId}"},
-	{"DELETE", "/v1/subscriptions/{subscriptionId}"},
+	{Method: "GET", Path: "/v1/subscriptions/plans", Auth: P | K, Class: ClassRead},
+	{Method: "GET", Path: "/v1/subscriptions", Auth: K | S, Scope: scopes.SubscriptionsRead, Class: ClassRead},
+	{Method: "POST", Path: "/v1/subscriptions", Auth: K | S, Scope: scopes.SubscriptionsWrite, Class: ClassManagement},
+	{Method: "GET", Path: "/v1/subscriptions/{subscriptionId}", Auth: K | S, Scope: scopes.SubscriptionsRead, Class: ClassRead},
+	{Method: "PATCH", Path: "/v1/subscriptions/{subscriptionId}", Auth: K | S, Scope: scopes.SubscriptionsWrite, Class: ClassManagement},
+	{Method: "DELETE", Path: "/v1/subscriptions/{subscriptionId}", Auth: K | S, Scope: scopes.SubscriptionsWrite, Class: ClassManagement},
 
 	// Webhooks.
-	{"POST", "/v1/webhooks"},
-	{"GET", "/v1/webhooks"},
-	{"PATCH", "/v1/webhooks/{id}"},
-	{"DELETE", "/v1/webhooks/{id}"},
-	{"POST", "/v1/webhooks/{id}/rotate-secret"},
-	{"POST", "/v1/webhooks/{id}/test"},
+	{Method: "POST", Path: "/v1/webhooks", Auth: K | S, Scope: scopes.WebhooksWrite, Class: ClassManagement},
+	{Method: "GET", Path: "/v1/webhooks", Auth: K | S, Scope: scopes.WebhooksRead, Class: ClassManagement},
+	{Method: "PATCH", Path: "/v1/webhooks/{id}", Auth: K | S, Scope: scopes.WebhooksWrite, Class: ClassManagement},
+	{Method: "DELETE", Path: "/v1/webhooks/{id}", Auth: K | S, Scope: scopes.WebhooksWrite, Class: ClassManagement},
+	{Method: "POST", Path: "/v1/webhooks/{id}/rotate-secret", Auth: K | S, Scope: scopes.WebhooksWrite, Class: ClassManagement},
+	{Method: "POST", Path: "/v1/webhooks/{id}/test", Auth: K | S, Scope: scopes.WebhooksWrite, Class: ClassManagement},
 
 	// Orders.
-	{"POST", "/v1/orders"},
-	{"GET", "/v1/orders"},
-	{"GET", "/v1/orders/{id}"},
-	{"POST", "/v1/orders/{id}/reclaim"},
+	{Method: "POST", Path: "/v1/orders", Auth: K, Scope: scopes.OrdersWrite, Class: ClassOrder},
+	{Method: "GET", Path: "/v1/orders", Auth: K, Scope: scopes.OrdersRead, Class: ClassRead},
+	{Method: "GET", Path: "/v1/orders/{id}", Auth: K, Scope: scopes.OrdersRead, Class: ClassRead},
+	{Method: "POST", Path: "/v1/orders/{id}/reclaim", Auth: K, Scope: scopes.OrdersWrite, Class: ClassOrder},
 
 	// Batches.
-	{"POST", "/v1/batches"},
-	{"GET", "/v1/batches/{id}"},
-	{"POST", "/v1/batches/{id}/cancel"},
+	{Method: "POST", Path: "/v1/batches", Auth: K, Scope: scopes.BatchesWrite, Class: ClassOrder},
+	{Method: "GET", Path: "/v1/batches/{id}", Auth: K, Scope: scopes.BatchesRead, Class: ClassRead},
+	{Method: "POST", Path: "/v1/batches/{id}/cancel", Auth: K, Scope: scopes.BatchesWrite, Class: ClassOrder},
 
 	// API keys.
-	{"POST", "/v1/api-keys"},
-	{"GET", "/v1/api-keys"},
-	{"PATCH", "/v1/api-keys/{id}"},
-	{"DELETE", "/v1/api-keys/{id}"},
+	{Method: "POST", Path: "/v1/api-keys", Auth: K | B | S, Scope: scopes.APIKeysWrite, Class: ClassManagement},
+	{Method: "GET", Path: "/v1/api-keys", Auth: K | S, Scope: scopes.APIKeysRead, Class: ClassManagement},
+	{Method: "PATCH", Path: "/v1/api-keys/{id}", Auth: K | S, Scope: scopes.APIKeysWrite, Class: ClassManagement},
+	{Method: "DELETE", Path: "/v1/api-keys/{id}", Auth: K | S, Scope: scopes.APIKeysWrite, Class: ClassManagement, WhileSuspended: true},
 }
 
 // handlers maps "METHOD /path" (exactly as in Endpoints) to its implementation. Adding an
 // endpoint's implementation is one line here plus the handler in the endpoint group's own
-// file (status.go, later orders.go, webhooks.go, ...).
+// file (status.go, account.go, apikeys.go, later orders.go, webhooks.go, ...). Modules
+// (Options.Modules) add theirs; a key defined twice fails New.
 func (s *Server) handlers() map[string]HandlerFunc {
-	return map[string]HandlerFunc{
+	hs := s.ownHandlers()
+	for _, m := range s.opts.Modules {
+		maps.Copy(hs, m.Handlers())
+	}
+	return hs
+}
+
+// ownHandlers are the endpoints this package implements.
+func (s *Server) ownHandlers() map[string]HandlerFunc {
+	hs := map[string]HandlerFunc{
 		"GET /v1/status": s.getStatus,
 	}
+	if s.opts.Accounts != nil {
+		hs["GET /v1/account"] = s.getAccount
+		hs["POST /v1/api-keys"] = s.createAPIKey
+		hs["GET /v1/api-keys"] = s.listAPIKeys
+		hs["PATCH /v1/api-keys/{id}"] = s.updateAPIKey
+		hs["DELETE /v1/api-keys/{id}"] = s.revokeAPIKey
+	}
+	return hs
+}
+
+// checkModules refuses an endpoint defined twice: by this package and a module, or by
+// two modules. Silently letting one win would hide a wiring mistake.
+func (s *Server) checkModules() error {
+	seen := map[string]bool{}
+	for k := range s.ownHandlers() {
+		seen[k] = true
+	}
+	for i, m := range s.opts.Modules {
+		for k := range m.Handlers() {
+			if seen[k] {
+				return fmt.Errorf("edge: handler for %q defined twice (module %d)", k, i)
+			}
+			seen[k] = true
+		}
+	}
+	return nil
 }
 
 // notImplemented answers an endpoint of the contract this deployment does not serve yet.
@@ -118,6 +184,9 @@ func notImplemented(context.Context, *fasthttp.RequestCtx) error {
 // buildRouter registers every endpoint. A handler keyed by something not in Endpoints is a
 // typo that would silently leave the real endpoint unimplemented, so it fails New.
 func (s *Server) buildRouter() error {
+	if err := s.checkModules(); err != nil {
+		return err
+	}
 	hs := s.handlers()
 	for k, h := range s.testHandlers {
 		hs[k] = h
@@ -144,7 +213,7 @@ func (s *Server) buildRouter() error {
 		if !ok {
 			h = notImplemented
 		}
-		r.Handle(e.Method, e.Path, s.adapt(h))
+		r.Handle(e.Method, e.Path, s.adapt(e, h))
 		if !slices.Contains(s.methods, e.Method) {
 			s.methods = append(s.methods, e.Method)
 		}
@@ -159,17 +228,58 @@ func (s *Server) buildRouter() error {
 	return nil
 }
 
-// adapt turns a HandlerFunc into a fasthttp handler: it gives it a context and sends any
-// returned error through the one error mapping.
-func (s *Server) adapt(h HandlerFunc) fasthttp.RequestHandler {
+// adapt turns a HandlerFunc into a fasthttp handler: it gives it a context, runs the
+// endpoint's authentication, authorisation and per-credential limits (auth.go,
+// ratelimit.go), and sends any returned error through the one error mapping.
+func (s *Server) adapt(e Endpoint, h HandlerFunc) fasthttp.RequestHandler {
 	return func(rc *fasthttp.RequestCtx) {
 		ctx, cancel := s.requestContext()
 		defer cancel()
-		if err := h(ctx, rc); err != nil {
+		if err := s.dispatch(ctx, rc, e, h); err != nil {
 			rc.Response.ResetBody()
+			var se *statusError
+			if errors.As(err, &se) {
+				s.writeErrorStatus(rc, err, se.err, se.status)
+				return
+			}
 			s.writeError(rc, err)
 		}
 	}
+}
+
+// statusError answers a catalogue error with an HTTP status other than its catalogue row's,
+// for the few answers the catalogue has no code of its own for (an unknown object id in a
+// path answers 404 with 2001 on the parameter, like an unknown route).
+type statusError struct {
+	err    *apierr.Error
+	status int
+}
+
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return e.err }
+
+func withHTTPStatus(status int, e *apierr.Error) error { return &statusError{err: e, status: status} }
+
+// dispatch is the per-endpoint pipeline: authenticate, authorise, charge the credential's
+// budget, run the handler.
+func (s *Server) dispatch(ctx context.Context, rc *fasthttp.RequestCtx, e Endpoint, h HandlerFunc) error {
+	if s.authOff {
+		return h(ctx, rc)
+	}
+	p, err := s.authenticate(ctx, rc, e)
+	if err != nil {
+		return err
+	}
+	if err := authorize(rc, e, p); err != nil {
+		return err
+	}
+	if p != nil {
+		rc.SetUserValue(principalKey, p)
+		if err := s.chargeCredential(ctx, rc, e, p); err != nil {
+			return err
+		}
+	}
+	return h(ctx, rc)
 }
 
 // allowed lists the methods path takes, for the Allow header of a 405.

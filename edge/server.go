@@ -10,12 +10,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/router"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"rental/infra/idempotency"
+	"rental/infra/ratelimit"
 	"rental/schemas/network"
 )
 
@@ -25,9 +29,35 @@ type Options struct {
 	Registerer prometheus.Registerer // required; access metrics are registered here
 	Network    network.Network       // the `network` field of responses
 	Addr       string                // listen address for Run, e.g. 127.0.0.1:8080
+	Brand      string                // the `brand` field of responses
 
 	// Handler dependencies. Later issues add their stores and services here.
 	Status StatusReporter // GET /v1/status; required
+
+	// Authentication (auth.go). Each is optional: a nil authenticator never finds its
+	// credential, so endpoints that need it answer 1001/1013.
+	Keys      Authenticator // API key signatures (NewKeyAuthenticator)
+	Bootstrap Authenticator // bootstrap tokens (signup)
+	Sessions  Authenticator // dashboard sessions, with CSRF on unsafe methods
+	// TrustedProxies are the load balancers whose X-Forwarded-For is believed (ClientIP).
+	TrustedProxies []netip.Prefix
+
+	// Modules contribute handlers for endpoints of Endpoints (auth.go).
+	Modules []Module
+
+	// Limiter charges the budgets of RateLimits; nil switches rate limiting (and the
+	// RateLimit headers) off, for tests of other concerns only.
+	Limiter    *ratelimit.Limiter
+	RateLimits RateLimits
+
+	// Accounts serves GET /v1/account and /v1/api-keys; nil leaves them answering 9002.
+	Accounts AccountStore
+	// Idempotency keeps Idempotency-Key records; required when Accounts is set.
+	Idempotency *idempotency.Store
+	// Account are the sources of the Account record (ledger, deposit addresses, limits).
+	Account AccountSources
+	// MaxActiveKeys bounds the active API keys of an account (default 10; 3017).
+	MaxActiveKeys int
 
 	// MaxBodyBytes caps a request body (default 1 MiB). A larger body is refused with 2001
 	// validation_failed, field "body", before any handler runs.
@@ -57,8 +87,15 @@ type Server struct {
 	base       context.Context
 	cancelBase context.CancelFunc
 
+	limiterErrors prometheus.Counter // budget checks that failed open
+	rateLogAt     atomic.Int64       // last fail-open log line, unix ns
+
 	// testHandlers replaces entries of the handler map (tests only, set before routing).
 	testHandlers map[string]HandlerFunc
+	// authOff skips authentication and authorisation. Only newServer from tests sets it,
+	// when the test configures no authenticator at all (tests of transport, JSON and
+	// metrics concerns); New never does, so production always authenticates.
+	authOff bool
 }
 
 // New validates opts, registers metrics and builds the routes.
@@ -91,18 +128,34 @@ func newServer(opts Options, testHandlers map[string]HandlerFunc) (*Server, erro
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = 60 * time.Second
 	}
+	if opts.MaxActiveKeys <= 0 {
+		opts.MaxActiveKeys = 10
+	}
+	if opts.Accounts != nil && opts.Idempotency == nil {
+		return nil, errors.New("edge: Idempotency is required with Accounts")
+	}
+	opts.RateLimits.defaults()
+	opts.Account.defaults(opts)
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{opts: opts, log: opts.Logger.With("stage", "edge"), metrics: m, testHandlers: testHandlers}
+	s.authOff = testHandlers != nil && opts.Keys == nil && opts.Bootstrap == nil && opts.Sessions == nil
+	s.limiterErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "edge_rate_limiter_errors_total",
+		Help: "Rate-limit and quota checks that failed (Redis unavailable) and were let through.",
+	})
+	if err := opts.Registerer.Register(s.limiterErrors); err != nil {
+		return nil, fmt.Errorf("edge: register metrics: %w", err)
+	}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	if err := s.buildRouter(); err != nil {
 		return nil, err
 	}
 	s.http = &fasthttp.Server{
 		Handler:              s.middleware(s.router.Handler),
-		ErrorHandler:         s.transportError,
+		ErrorHandler:         s.transportErrorWithBudget,
 		Name:                 "rental",
 		MaxRequestBodySize:   opts.MaxBodyBytes,
 		ReadTimeout:          opts.ReadTimeout,
@@ -161,6 +214,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // is cancelled the moment shutdown starts, which would abort the requests we drain.)
 func (s *Server) requestContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(s.base, s.opts.RequestTimeout)
+}
+
+// transportErrorWithBudget charges the per-IP budget for a request fasthttp could not
+// read, so its answer carries the RateLimit headers too, then answers it.
+func (s *Server) transportErrorWithBudget(rc *fasthttp.RequestCtx, err error) {
+	s.resolveClientIP(rc)
+	ctx, cancel := s.requestContext()
+	_ = s.chargeIP(ctx, rc) // the request is refused anyway; only the headers matter
+	cancel()
+	s.transportError(rc, err)
 }
 
 // fasthttpLogger routes fasthttp's own messages (accept errors and the like) to slog.

@@ -4,7 +4,9 @@
 package config
 
 import (
+	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -53,6 +55,43 @@ type Config struct {
 	OutboxSweepEvery time.Duration // OUTBOX_SWEEP_INTERVAL
 
 	ShutdownGrace time.Duration // SHUTDOWN_GRACE
+
+	Auth    Auth
+	Signup  Signup
+	Deposit Deposit
+}
+
+// Auth configures API keys, request signing and limits at the edge.
+type Auth struct {
+	// MasterKey encrypts API key secrets at rest (API_KEY_MASTER_KEY, 64 hex characters).
+	// No default: the edge refuses to start without it; only the dev stack supplies a
+	// dev-only key when it is unset.
+	MasterKey      []byte
+	MaxActiveKeys  int            // MAX_ACTIVE_KEYS
+	KeyCacheTTL    time.Duration  // KEY_CACHE_TTL: upper bound on how late a revocation bites
+	TrustedProxies []netip.Prefix // TRUSTED_PROXIES: CIDRs whose X-Forwarded-For is believed
+	QuotaDaily     int64          // QUOTA_DAILY requests per account per UTC day, 0 = off
+	QuotaMonthly   int64          // QUOTA_MONTHLY requests per account per UTC month, 0 = off
+}
+
+// Signup configures challenges and dashboard sessions.
+type Signup struct {
+	ChallengesPerMinuteIP      int           // CHALLENGE_LIMIT_IP
+	ChallengesPerMinuteAddress int           // CHALLENGE_LIMIT_ADDRESS
+	SessionIdle                time.Duration // SESSION_IDLE, sliding
+	SessionAbsolute            time.Duration // SESSION_ABSOLUTE
+}
+
+// Deposit configures deposit addresses.
+type Deposit struct {
+	// HDKey is the BIP32 root (xpub, xprv or hex seed) deposit addresses derive from
+	// (DEPOSIT_HD_KEY). No default; only the dev stack supplies its dev seed when unset.
+	HDKey         string
+	Confirmations int    // DEPOSIT_CONFIRMATIONS before a deposit is credited
+	USDTSpreadBps int    // USDT_SPREAD_BPS taken off the USDT rate
+	USDTMin       string // USDT_DEPOSIT_MIN, smallest auto-credited USDT deposit (decimal)
+	USDTMax       string // USDT_DEPOSIT_MAX, largest auto-credited USDT deposit (decimal)
+	MinDepositSun int64  // MIN_DEPOSIT_SUN, smaller TRX transfers are held as residuals
 }
 
 // Load reads the environment. It fails on a malformed value rather than guess.
@@ -118,6 +157,42 @@ func Load() (Config, error) {
 		SimBlockInterval: dur("SIM_BLOCK_INTERVAL", 3*time.Second),
 		OutboxSweepEvery: dur("OUTBOX_SWEEP_INTERVAL", time.Second),
 		ShutdownGrace:    dur("SHUTDOWN_GRACE", 10*time.Second),
+	}
+	if mk := str("API_KEY_MASTER_KEY", ""); mk != "" {
+		b, err := hex.DecodeString(mk)
+		if err != nil || len(b) != 32 {
+			errs = append(errs, "API_KEY_MASTER_KEY: want 64 hex characters (32 bytes); generate with: openssl rand -hex 32")
+		}
+		c.Auth.MasterKey = b
+	}
+	c.Auth.MaxActiveKeys = integer("MAX_ACTIVE_KEYS", 10)
+	c.Auth.KeyCacheTTL = dur("KEY_CACHE_TTL", 2*time.Second)
+	if c.Auth.KeyCacheTTL > 10*time.Second {
+		errs = append(errs, "KEY_CACHE_TTL: at most 10s, so a revoked key stops working within seconds")
+	}
+	for _, p := range splitList(str("TRUSTED_PROXIES", "")) {
+		pp, err := netip.ParsePrefix(p)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("TRUSTED_PROXIES: %q is not a CIDR prefix", p))
+			continue
+		}
+		c.Auth.TrustedProxies = append(c.Auth.TrustedProxies, pp.Masked())
+	}
+	c.Auth.QuotaDaily = int64(integer("QUOTA_DAILY", 0))
+	c.Auth.QuotaMonthly = int64(integer("QUOTA_MONTHLY", 0))
+	c.Signup = Signup{
+		ChallengesPerMinuteIP:      integer("CHALLENGE_LIMIT_IP", 30),
+		ChallengesPerMinuteAddress: integer("CHALLENGE_LIMIT_ADDRESS", 5),
+		SessionIdle:                dur("SESSION_IDLE", 2*time.Hour),
+		SessionAbsolute:            dur("SESSION_ABSOLUTE", 24*time.Hour),
+	}
+	c.Deposit = Deposit{
+		HDKey:         str("DEPOSIT_HD_KEY", ""),
+		Confirmations: integer("DEPOSIT_CONFIRMATIONS", 19),
+		USDTSpreadBps: integer("USDT_SPREAD_BPS", 50),
+		USDTMin:       str("USDT_DEPOSIT_MIN", "5"),
+		USDTMax:       str("USDT_DEPOSIT_MAX", "2000"),
+		MinDepositSun: int64(integer("MIN_DEPOSIT_SUN", 1_000_000)),
 	}
 	if usdt := str("USDT_CONTRACT", string(net.USDTContractOrEmpty())); usdt != "" {
 		a, err := tron.ParseAddress(usdt)

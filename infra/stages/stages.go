@@ -6,21 +6,31 @@ package stages
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"rental/chainwatch"
 	"rental/edge"
+	"rental/infra/accounts"
 	"rental/infra/config"
+	"rental/infra/deposits"
 	"rental/infra/health"
+	"rental/infra/idempotency"
 	"rental/infra/kafka"
 	"rental/infra/outbox"
+	"rental/infra/ratelimit"
+	"rental/infra/reqsign/replay"
+	"rental/infra/sessions"
+	"rental/infra/signup"
 	"rental/infra/tron"
 	"rental/schemas/topics"
 )
@@ -73,20 +83,105 @@ func Chainwatch(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg pro
 	})
 }
 
-// Edge is the API edge with its status probes.
-func Edge(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) (Runner, error) {
+// Edge is the API edge with everything it serves: status probes, API keys and request
+// signing, signup and bootstrap tokens, dashboard sessions, rate limits and idempotency.
+// Redis keys of every edge component start with "rental:".
+func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (Runner, error) {
+	const redisPrefix = "rental:"
+	if len(cfg.Auth.MasterKey) == 0 {
+		return nil, errors.New("API_KEY_MASTER_KEY is not set: 64 hex characters (openssl rand -hex 32) encrypting API key secrets at rest")
+	}
+	if cfg.Deposit.HDKey == "" {
+		return nil, errors.New("DEPOSIT_HD_KEY is not set: the BIP32 root (xpub, xprv or hex seed) deposit addresses derive from")
+	}
 	node := tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(2*time.Second))
 	checker := health.NewChecker(health.Options{
 		Database: health.NewPostgres(pool),
 		Supply:   health.NewNodeSupply(node, cfg.PoolAddresses),
 		Logger:   log,
 	})
+
+	store, err := accounts.New(pool, accounts.Options{MasterKey: cfg.Auth.MasterKey, MaxActiveKeys: cfg.Auth.MaxActiveKeys})
+	if err != nil {
+		return nil, err
+	}
+	keys, err := edge.NewKeyAuthenticator(edge.KeyAuthOptions{
+		Network:  cfg.Network,
+		Keys:     store,
+		Replay:   replay.New(rdb, redisPrefix, 0),
+		Logger:   log,
+		CacheTTL: cfg.Auth.KeyCacheTTL,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	challenges, err := signup.New(pool, signup.Options{Brand: cfg.Brand, Host: cfg.Host, Network: cfg.Network})
+	if err != nil {
+		return nil, err
+	}
+	limiter := signup.NewChallengeLimiter(rdb, signup.LimiterOptions{
+		KeyPrefix:  redisPrefix,
+		PerIP:      redis_rate.Limit{Rate: cfg.Signup.ChallengesPerMinuteIP, Burst: min(cfg.Signup.ChallengesPerMinuteIP, 10), Period: time.Minute},
+		PerAddress: redis_rate.Limit{Rate: cfg.Signup.ChallengesPerMinuteAddress, Burst: cfg.Signup.ChallengesPerMinuteAddress, Period: time.Minute},
+	})
+	deriver, err := deposits.NewDeriver(cfg.Deposit.HDKey)
+	if err != nil {
+		return nil, fmt.Errorf("DEPOSIT_HD_KEY: %w", err)
+	}
+	depositStore, err := deposits.NewStore(pool, deposits.Options{
+		Deriver:       deriver,
+		USDTContract:  cfg.USDTContract.String(),
+		Confirmations: cfg.Deposit.Confirmations,
+		SpreadBps:     cfg.Deposit.USDTSpreadBps,
+		MinUSDT:       cfg.Deposit.USDTMin,
+		MaxUSDT:       cfg.Deposit.USDTMax,
+	})
+	if err != nil {
+		return nil, err
+	}
+	sessionStore, err := sessions.NewStore(pool, sessions.Options{Idle: cfg.Signup.SessionIdle, Absolute: cfg.Signup.SessionAbsolute})
+	if err != nil {
+		return nil, err
+	}
+	signupAPI, err := edge.NewSignup(edge.SignupOptions{
+		Brand: cfg.Brand, Network: cfg.Network, Challenges: challenges, Limiter: limiter,
+		Accounts: store, Deposits: depositStore, MinDepositSun: cfg.Deposit.MinDepositSun,
+	})
+	if err != nil {
+		return nil, err
+	}
+	sessionAPI, err := edge.NewSession(edge.SessionOptions{Network: cfg.Network, Challenges: challenges, Sessions: sessionStore, Accounts: store})
+	if err != nil {
+		return nil, err
+	}
+	// The account renderer and the limits must be the same values for GET and PATCH
+	// /v1/account, so both take these two.
+	sources := edge.AccountSources{Brand: cfg.Brand, Network: cfg.Network, Deposits: edge.DepositAddressRefs{Store: depositStore}}
+	limits := edge.RateLimits{Quota: ratelimit.Quota{Daily: cfg.Auth.QuotaDaily, Monthly: cfg.Auth.QuotaMonthly}}
+	patchAPI, err := edge.NewAccountPatch(edge.AccountPatchOptions{Accounts: store, Sources: sources, RateLimits: limits})
+	if err != nil {
+		return nil, err
+	}
+
 	return edge.New(edge.Options{
-		Logger:        log,
-		Registerer:    reg,
-		Network:       cfg.Network,
-		Addr:          cfg.HTTPAddr,
-		Status:        checker,
-		ShutdownGrace: cfg.ShutdownGrace,
+		Logger:         log,
+		Registerer:     reg,
+		Network:        cfg.Network,
+		Brand:          cfg.Brand,
+		Addr:           cfg.HTTPAddr,
+		Status:         checker,
+		ShutdownGrace:  cfg.ShutdownGrace,
+		Keys:           keys,
+		Bootstrap:      signupAPI.Bootstrap(),
+		Sessions:       sessionAPI.Authenticator(),
+		Modules:        []edge.Module{signupAPI, sessionAPI, patchAPI},
+		TrustedProxies: cfg.Auth.TrustedProxies,
+		Limiter:        ratelimit.New(rdb, redisPrefix),
+		RateLimits:     limits,
+		Accounts:       store,
+		Idempotency:    idempotency.New(pool, idempotency.Options{}),
+		MaxActiveKeys:  cfg.Auth.MaxActiveKeys,
+		Account:        sources,
 	})
 }

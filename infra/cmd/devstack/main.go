@@ -4,8 +4,9 @@
 // Redis are real local servers; when one is unreachable it says so with the command that
 // starts it. Each stage logs one line when it is up.
 //
-// Dev-only secrets live here and nowhere else: the simulator's public faucet key and a stake
-// pool key derived from a fixed phrase. Production never runs this binary.
+// Dev-only secrets live here and nowhere else: the simulator's public faucet key, a stake
+// pool key derived from a fixed phrase, and (when unset) a well-known API key master key and
+// deposit HD seed. Production never runs this binary.
 package main
 
 import (
@@ -22,6 +23,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"rental/infra/config"
+	"rental/infra/deposits"
 	"rental/infra/kafka"
 	"rental/infra/metrics"
 	"rental/infra/pg"
@@ -113,6 +115,15 @@ func run(log *slog.Logger) error {
 	if len(cfg.PoolAddresses) == 0 {
 		cfg.PoolAddresses = []tron.Address{pool0.Address()}
 	}
+	if len(cfg.Auth.MasterKey) == 0 {
+		mk := sha256.Sum256([]byte("rental devstack API key master key (dev only)"))
+		cfg.Auth.MasterKey = mk[:]
+		dlog.Warn("API_KEY_MASTER_KEY unset: using the dev stack's well-known key; never use this data in production")
+	}
+	if cfg.Deposit.HDKey == "" {
+		cfg.Deposit.HDKey = deposits.DevSeedHex
+		dlog.Warn("DEPOSIT_HD_KEY unset: deposit addresses derive from the public dev seed")
+	}
 	if cfg.ChainStartBlock < 0 {
 		cfg.ChainStartBlock = 0 // the simulated chain is short: follow it from genesis
 	}
@@ -138,7 +149,7 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	api, err := stages.Edge(cfg, pool, log, reg)
+	api, err := stages.Edge(cfg, pool, rdb, log, reg)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,177 @@
+package edge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/valyala/fasthttp"
+
+	"rental/infra/ratelimit"
+	"rental/schemas/apierr"
+	"rental/schemas/events"
+)
+
+// RateLimits are the budgets the edge charges (docs/auth.md, "Limits").
+type RateLimits struct {
+	// Per credential (API key, session, bootstrap token), requests in any rolling second,
+	// by the endpoint's RateClass. Defaults: the spec's 30 order, 50 read, 5 management.
+	Order, Read, Management int
+	// IP is the per-IP budget charged for every request, anonymous or not, before
+	// authentication (so a flood of bad signatures is cut off cheaply). Default 100 per
+	// second with a burst of 100: above one key's order and read budgets together, so one
+	// integrator behind one address is limited by its key first.
+	IP redis_rate.Limit
+	// Quota is the per-account daily and monthly request quota (1102); off by default.
+	Quota ratelimit.Quota
+}
+
+func (r *RateLimits) defaults() {
+	if r.Order <= 0 {
+		r.Order = 30
+	}
+	if r.Read <= 0 {
+		r.Read = 50
+	}
+	if r.Management <= 0 {
+		r.Management = 5
+	}
+	if r.IP.IsZero() {
+		r.IP = redis_rate.Limit{Rate: 100, Burst: 100, Period: time.Second}
+	}
+}
+
+func (r RateLimits) perSecond(c RateClass) int {
+	switch c {
+	case ClassOrder:
+		return r.Order
+	case ClassRead:
+		return r.Read
+	case ClassManagement:
+		return r.Management
+	}
+	return 0
+}
+
+// Rate-limit response headers (draft-ietf-httpapi-ratelimit-headers, the spec's names).
+const (
+	HeaderRateLimit     = "RateLimit-Limit"
+	HeaderRateRemaining = "RateLimit-Remaining"
+	HeaderRateReset     = "RateLimit-Reset"
+)
+
+const rateKey = "edge.rate"
+
+// setRateHeaders records d as the budget shown to the client when it is the tighter of
+// the budgets charged so far (fewer requests remaining), and writes the headers.
+func setRateHeaders(rc *fasthttp.RequestCtx, d ratelimit.Decision) {
+	if prev, ok := rc.UserValue(rateKey).(ratelimit.Decision); ok && prev.Remaining < d.Remaining {
+		d = prev
+	}
+	rc.SetUserValue(rateKey, d)
+	writeRateHeaders(rc)
+}
+
+// writeRateHeaders (re)writes the recorded headers, for instance after a panic reset the
+// response.
+func writeRateHeaders(rc *fasthttp.RequestCtx) {
+	d, ok := rc.UserValue(rateKey).(ratelimit.Decision)
+	if !ok {
+		return
+	}
+	h := &rc.Response.Header
+	h.Set(HeaderRateLimit, strconv.Itoa(d.Limit))
+	h.Set(HeaderRateRemaining, strconv.Itoa(d.Remaining))
+	h.Set(HeaderRateReset, strconv.Itoa(ratelimit.Seconds(d.Reset)))
+}
+
+// failOpen is the answer when Redis does not: the request goes through uncounted, and the
+// headers show the whole budget (nothing was counted). Budgets are fairness, not security,
+// and Redis holds only what may be lost; refusing all traffic because Redis is down would
+// turn a cache outage into an API outage. The failure is logged at most every 10 s.
+func (s *Server) failOpen(rc *fasthttp.RequestCtx, what string, limit int, err error) {
+	now := time.Now().UnixNano()
+	if last := s.rateLogAt.Load(); now-last > int64(10*time.Second) && s.rateLogAt.CompareAndSwap(last, now) {
+		s.log.Warn("edge: rate limiter unavailable, failing open", "budget", what, "err", err)
+	}
+	s.limiterErrors.Inc()
+	setRateHeaders(rc, ratelimit.Decision{Allowed: true, Limit: limit, Remaining: limit, Reset: time.Second})
+}
+
+// chargeIP charges the per-IP budget; it runs in the middleware for every request.
+func (s *Server) chargeIP(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	if s.opts.Limiter == nil {
+		return nil
+	}
+	lim := s.opts.RateLimits.IP
+	d, err := s.opts.Limiter.GCRA(ctx, "ip:"+ClientIP(rc).String(), lim)
+	if err != nil {
+		s.failOpen(rc, "ip", lim.Burst, err)
+		return nil
+	}
+	setRateHeaders(rc, d)
+	if !d.Allowed {
+		return rateLimited(d, "per-IP budget exceeded")
+	}
+	return nil
+}
+
+// chargeCredential charges the caller's budget for the endpoint's class, then the
+// account's quotas. Anonymous calls pay only the per-IP budget.
+func (s *Server) chargeCredential(ctx context.Context, rc *fasthttp.RequestCtx, e Endpoint, p *Principal) error {
+	if s.opts.Limiter == nil {
+		return nil
+	}
+	if n := s.opts.RateLimits.perSecond(e.Class); n > 0 {
+		if id := rateIdentity(p); id != "" {
+			d, err := s.opts.Limiter.Window(ctx, string(e.Class)+":"+id, n, time.Second)
+			if err != nil {
+				s.failOpen(rc, string(e.Class), n, err)
+			} else {
+				setRateHeaders(rc, d)
+				if !d.Allowed {
+					return rateLimited(d, "per-"+p.Via.String()+" "+string(e.Class)+" budget exceeded")
+				}
+			}
+		}
+	}
+	if q := s.opts.RateLimits.Quota; q.On() && p.AccountID != "" {
+		qd, err := s.opts.Limiter.ChargeQuota(ctx, p.AccountID, q, time.Now())
+		if err != nil {
+			s.failOpen(rc, "quota", 0, err)
+			return nil
+		}
+		if !qd.Allowed {
+			retry := ratelimit.Seconds(time.Until(qd.ResetsAt))
+			return apierr.QuotaExceeded.Newf("%s quota of %d requests reached", qd.Window, qd.Limit).
+				With("resets_at", events.FormatTime(qd.ResetsAt)).With("window", qd.Window).
+				With("limit", qd.Limit).WithRetryAfter(retry)
+		}
+	}
+	return nil
+}
+
+// rateIdentity names the credential's budget. Session ids are secrets, so only a hash of
+// them reaches Redis.
+func rateIdentity(p *Principal) string {
+	switch p.Via {
+	case CredKey:
+		return "k:" + p.KeyID
+	case CredSession:
+		h := sha256.Sum256([]byte(p.SessionID))
+		return "s:" + hex.EncodeToString(h[:12])
+	case CredBootstrap:
+		if p.AccountID != "" {
+			return "b:" + p.AccountID
+		}
+		return "b:" + p.Wallet
+	}
+	return ""
+}
+
+func rateLimited(d ratelimit.Decision, msg string) *apierr.Error {
+	return apierr.RateLimited.New(msg).WithRetryAfter(max(ratelimit.Seconds(d.RetryAfter), 1))
+}
