@@ -2,6 +2,7 @@ package edge
 
 import (
 	"net"
+	"sync/atomic"
 
 	"context"
 	"crypto/rand"
@@ -156,9 +157,27 @@ func (env *authEnv) keyFor(t testing.TB, accountID string, nk accounts.NewKey) a
 }
 
 // signed sends a request signed now with k; extra header pairs override the signed ones.
+// Timestamps carry milliseconds, so two identical requests signed in the same millisecond
+// have the same signature and the second is a replay (1009); signNow hands out strictly
+// increasing milliseconds so tests that repeat a request make distinct signatures.
 func (env *authEnv) signed(t *testing.T, k accounts.CreatedKey, method, target, body string, header ...string) response {
 	t.Helper()
-	return env.signedAt(t, k, time.Now(), method, target, body, header...)
+	return env.signedAt(t, k, signNow(), method, target, body, header...)
+}
+
+var lastSignMilli atomic.Int64
+
+func signNow() time.Time {
+	for {
+		now := time.Now().UnixMilli()
+		last := lastSignMilli.Load()
+		if now <= last {
+			now = last + 1
+		}
+		if lastSignMilli.CompareAndSwap(last, now) {
+			return time.UnixMilli(now)
+		}
+	}
 }
 
 func (env *authEnv) signedAt(t *testing.T, k accounts.CreatedKey, at time.Time, method, target, body string, header ...string) response {

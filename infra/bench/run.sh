@@ -33,3 +33,7 @@ pair chainwatch_catchup blocks/s ./chainwatch BenchmarkCatchUp ./infra/tronsim B
 
 # Outbox relay publish rate, against producing the same records straight to the broker.
 pair outbox_relay events/s ./infra/outbox BenchmarkRelay ./infra/outbox BenchmarkDirectProduce "direct produce to kfake"
+
+# Signed-request verification on the edge (HMAC, replay cache, key lookup, rate limits),
+# against a public GET through the same edge and middleware.
+pair edge_signed_request req/s ./edge BenchmarkSignedRequest ./edge BenchmarkPublicRequest "public GET on the same edge"

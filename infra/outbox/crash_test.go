@@ -37,7 +37,7 @@ func relayProcess(t *testing.T, bin, dbURL, addr, name string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "KAFKA_BROKERS="+addr, "OUTBOX_SWEEP_INTERVAL=200ms")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "KAFKA_BROKERS="+addr, "OUTBOX_SWEEP_INTERVAL=200ms", "METRICS_ADDR=off")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

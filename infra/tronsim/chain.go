@@ -192,6 +192,7 @@ type Sim struct {
 	forkGen   int64
 	store     *store
 	closed    bool
+	deep      *DeepReserve // deep reserve terms (deep.go); nil means DefaultDeepReserve
 }
 
 // New creates a simulator, loading the chain from opts.DataFile when it holds one.

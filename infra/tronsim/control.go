@@ -45,6 +45,7 @@ func (s *Sim) Handler() http.Handler {
 	mux.HandleFunc("POST /sim/fork", s.ctlFork)
 	mux.HandleFunc("GET /sim/head", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Head()) })
 	mux.HandleFunc("GET /sim/info", s.ctlInfo)
+	s.deepRoutes(mux)
 	return mux
 }
 

@@ -811,10 +811,17 @@ func (s *Sim) constant(q *tron.TriggerSmartContractRequest, visible bool) (exten
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if c.ContractAddress != s.opts.USDTContract {
+	var out []byte
+	var energy int64
+	var ok bool
+	switch c.ContractAddress {
+	case s.opts.USDTContract:
+		out, energy, ok = s.viewLocked().constantCall(c.OwnerAddress, c.Data)
+	case DeepReserveContract(): // deep.go
+		out, energy, ok = s.deepCallLocked(c.Data)
+	default:
 		return extError(codeValidate, "Smart contract is not exist."), nil
 	}
-	out, energy, ok := s.viewLocked().constantCall(c.OwnerAddress, c.Data)
 	r := &tron.RawData{Contract: c, FeeLimit: q.FeeLimit}
 	s.refBlockLocked(r)
 	tx, err := tron.NewTransaction(r, visible)

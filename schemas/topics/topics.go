@@ -66,11 +66,20 @@ var (
 	// BatchEvents carries batch.completed, keyed by batch id.
 	BatchEvents = Topic{Name: "events.batches.v1", Key: "batch_id", Partitions: 6, Retention: 30 * day, Cleanup: Delete,
 		Doc: "Customer events batch.* in the spec envelope."}
+
+	// MarketData carries the pricer's snapshot: price table, order books and the rules behind
+	// them (schemas/events/marketdata.schema.json). Compacted with the single key "snapshot"
+	// (events.MarketDataKey), so the topic holds the latest snapshot and a new reader gets the
+	// current prices by reading one record; one partition is enough for one key. It is a derived
+	// cache recomputed every few seconds, not a money fact, so the pricer produces it directly
+	// rather than through the outbox.
+	MarketData = Topic{Name: "market.data.v1", Key: "snapshot", Partitions: 1, Retention: 0, Cleanup: Compact,
+		Doc: "Latest pricing snapshot (schemas/events/marketdata.schema.json)."}
 )
 
 // All lists every topic the service uses; stages create them at start.
 func All() []Topic {
-	return []Topic{ChainFacts, OrderEvents, AccountEvents, SubscriptionEvents, BatchEvents}
+	return []Topic{ChainFacts, OrderEvents, AccountEvents, SubscriptionEvents, BatchEvents, MarketData}
 }
 
 // ForEvent routes a customer event type to its topic. ok is false for an unknown type.

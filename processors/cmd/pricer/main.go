@@ -1,0 +1,281 @@
+// Command pricer runs the pricer stage: every PRICER_INTERVAL it reloads the price model from
+// Postgres, reads supply (own pools on TRON_NODE_URL, providers in PROVIDER_URLS, the deep
+// reserve DEEP_RESERVE_CONTRACT), and publishes the snapshot to Redis (REDIS_URL) for the edge
+// and to the compacted topic market.data.v1 on KAFKA_BROKERS. Several replicas may run: each
+// publishes a complete snapshot and readers keep the newest.
+//
+// It is also the operators' tool for the price model (docs/pricing.md):
+//
+//	pricer show                                  print the model in force (JSON)
+//	pricer set-price  <resource> <tier> <sun>    base price at factor 1.00, e.g. 72.50
+//	pricer set-limits <resource> <tier> <min> <max>
+//	pricer set-volume <resource> <tier> [<min_amount>=<sun> ...]
+//	pricer pause|resume   <resource> <tier>      5006 and row hidden / back on sale
+//	pricer enable|disable <resource> <tier>      on sale / listed unavailable (2003)
+//	pricer set-factor <day-part id> <bps>        10000 = x1.00
+//	pricer set-activation <sun> [paused]
+//	pricer set-markups <market bps> <deep bps>
+//
+// Every edit is validated as a whole model before it commits, and is live at the next cycle.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"golang.org/x/sync/errgroup"
+
+	"rental/infra/config"
+	"rental/infra/kafka"
+	"rental/infra/metrics"
+	"rental/infra/pg"
+	"rental/infra/pricestore"
+	"rental/infra/redisx"
+	"rental/infra/supply"
+	"rental/infra/tron"
+	"rental/infra/tronsim"
+	"rental/processors/pricer"
+	"rental/processors/pricing"
+	"rental/schemas/events"
+	"rental/schemas/topics"
+)
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(log, os.Args[1:]); err != nil {
+		log.Error("pricer failed", "stage", "pricer", "err", err)
+		os.Exit(1)
+	}
+}
+
+// env are the pricer's own variables; config.Config does not carry them yet.
+type env struct {
+	Every        time.Duration // PRICER_INTERVAL, default 3s
+	Providers    map[string]string
+	DeepContract tron.Address  // DEEP_RESERVE_CONTRACT, "" or "off" disables
+	MaxStale     time.Duration // SUPPLY_MAX_STALE, default 30s
+}
+
+func loadEnv() (env, error) {
+	e := env{Every: 3 * time.Second, MaxStale: 30 * time.Second, Providers: map[string]string{}}
+	dur := func(name string, d *time.Duration) error {
+		if v := os.Getenv(name); v != "" {
+			x, err := time.ParseDuration(v)
+			if err != nil || x <= 0 {
+				return fmt.Errorf("%s=%q: want a positive duration", name, v)
+			}
+			*d = x
+		}
+		return nil
+	}
+	if err := errors.Join(dur("PRICER_INTERVAL", &e.Every), dur("SUPPLY_MAX_STALE", &e.MaxStale)); err != nil {
+		return e, err
+	}
+	provs, ok := os.LookupEnv("PROVIDER_URLS")
+	if !ok {
+		provs = "simmarket=http://127.0.0.1:8091"
+	}
+	for _, p := range strings.Split(provs, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		slug, url, ok := strings.Cut(p, "=")
+		if !ok || slug == "" || url == "" {
+			return e, fmt.Errorf("PROVIDER_URLS: %q: want slug=url", p)
+		}
+		e.Providers[slug] = url
+	}
+	deep, ok := os.LookupEnv("DEEP_RESERVE_CONTRACT")
+	if !ok {
+		deep = tronsim.DeepReserveContract().String()
+	}
+	if deep != "" && deep != "off" {
+		a, err := tron.ParseAddress(deep)
+		if err != nil {
+			return e, fmt.Errorf("DEEP_RESERVE_CONTRACT: %w", err)
+		}
+		e.DeepContract = a
+	}
+	return e, nil
+}
+
+func run(log *slog.Logger, args []string) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	pool, err := pg.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	store := pricestore.New(pool)
+	if len(args) > 0 {
+		return admin(ctx, store, cfg, args)
+	}
+
+	e, err := loadEnv()
+	if err != nil {
+		return err
+	}
+	rdb, err := redisx.Connect(ctx, cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	producer, err := kafka.NewClient(cfg.KafkaBrokers)
+	if err != nil {
+		return err
+	}
+	defer producer.Close()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = kafka.EnsureTopics(tctx, kadm.NewClient(producer), topics.All())
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%w (KAFKA_BROKERS=%v)", err, cfg.KafkaBrokers)
+	}
+
+	node := tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(2*time.Second))
+	collector := &supply.Collector{
+		Pool:      supply.NewPool(node, cfg.PoolAddresses),
+		DeepTiers: []pricing.Tier{pricing.Tier5m, pricing.Tier1h, pricing.Tier1d},
+		MaxStale:  e.MaxStale,
+	}
+	for slug, url := range e.Providers {
+		collector.Providers = append(collector.Providers, supply.NewHTTPProvider(slug, url, nil))
+	}
+	if !e.DeepContract.IsZero() && len(cfg.PoolAddresses) > 0 {
+		collector.Deep = supply.NewDeepReserve(node, e.DeepContract, cfg.PoolAddresses[0])
+	}
+
+	reg := metrics.NewRegistry()
+	p, err := pricer.New(pricer.Options{
+		Network: cfg.Network, Models: store, Supply: collector, Producer: producer, Redis: rdb,
+		Every: e.Every, Logger: log, Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return p.Run(gctx) })
+	g.Go(func() error { return metrics.Run(gctx, cfg.MetricsAddr, reg, log) })
+	return g.Wait()
+}
+
+func admin(ctx context.Context, store *pricestore.Store, cfg config.Config, args []string) error {
+	n := cfg.Network
+	need := func(k int) error {
+		if len(args) != k+1 {
+			return fmt.Errorf("%s: want %d arguments, see the command's doc", args[0], k)
+		}
+		return nil
+	}
+	key := func() (pricing.BookKey, error) {
+		r, err := pricing.ParseResource(args[1])
+		if err != nil {
+			return pricing.BookKey{}, err
+		}
+		t, err := pricing.ParseTier(args[2])
+		return pricing.BookKey{Resource: r, Tier: t}, err
+	}
+	num := func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
+	var m pricing.Model
+	var err error
+	switch args[0] {
+	case "show":
+		m, err = store.Load(ctx, n)
+	case "set-price", "set-limits", "set-volume", "pause", "resume", "enable", "disable":
+		var k pricing.BookKey
+		if len(args) < 3 {
+			return fmt.Errorf("%s: want <resource> <tier>", args[0])
+		}
+		if k, err = key(); err != nil {
+			return err
+		}
+		switch args[0] {
+		case "set-price":
+			if err := need(3); err != nil {
+				return err
+			}
+			price, perr := events.ParseCentisun(args[3])
+			if perr != nil {
+				return perr
+			}
+			m, err = store.SetBasePrice(ctx, n, k, price)
+		case "set-limits":
+			if err := need(4); err != nil {
+				return err
+			}
+			lo, e1 := num(args[3])
+			hi, e2 := num(args[4])
+			if err := errors.Join(e1, e2); err != nil {
+				return err
+			}
+			m, err = store.SetLimits(ctx, n, k, lo, hi)
+		case "set-volume":
+			var steps []pricing.VolumeStep
+			for _, a := range args[3:] {
+				amt, price, ok := strings.Cut(a, "=")
+				lo, e1 := num(amt)
+				p, e2 := events.ParseCentisun(price)
+				if !ok || e1 != nil || e2 != nil {
+					return fmt.Errorf("set-volume: %q: want min_amount=price", a)
+				}
+				steps = append(steps, pricing.VolumeStep{MinAmount: lo, Price: p})
+			}
+			m, err = store.SetVolumeSteps(ctx, n, k, steps)
+		case "pause", "resume":
+			m, err = store.SetPaused(ctx, n, k, args[0] == "pause")
+		default:
+			m, err = store.SetEnabled(ctx, n, k, args[0] == "enable")
+		}
+	case "set-factor":
+		if err := need(2); err != nil {
+			return err
+		}
+		bps, perr := num(args[2])
+		if perr != nil {
+			return perr
+		}
+		m, err = store.SetFactor(ctx, n, args[1], bps)
+	case "set-activation":
+		if len(args) < 2 || len(args) > 3 || (len(args) == 3 && args[2] != "paused") {
+			return errors.New("set-activation: want <sun> [paused]")
+		}
+		sun, perr := num(args[1])
+		if perr != nil {
+			return perr
+		}
+		m, err = store.SetActivation(ctx, n, sun, len(args) == 3)
+	case "set-markups":
+		if err := need(2); err != nil {
+			return err
+		}
+		mk, e1 := num(args[1])
+		dp, e2 := num(args[2])
+		if err := errors.Join(e1, e2); err != nil {
+			return err
+		}
+		m, err = store.SetMarkups(ctx, n, mk, dp)
+	default:
+		return fmt.Errorf("unknown command %q (show, set-price, set-limits, set-volume, pause, resume, enable, disable, set-factor, set-activation, set-markups)", args[0])
+	}
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(m)
+}
