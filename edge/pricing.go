@@ -1,6 +1,6 @@
 package edge
 
-// Pricing endpoints (rental-api-v1 "Pricing and chain"; docs/pricing-api.md):
+// Pricing endpoints (rental-api-v1 "Pricing and chain"; docs/pricing.md):
 //
 //	GET  /v1/prices             public or key: the PriceTable of the latest snapshot
 //	GET  /v1/orderbook          public: one book, with the walk of ?amount=

@@ -4,7 +4,7 @@ package edge
 // quotes.read). A quote is priced exactly like GET /v1/estimate, stored, and valid for 120
 // seconds; it locks the price, not stock. Another account's quote and an unknown id are
 // answered alike (404). Expiry is enforced where a quote is used, by order creation
-// (quotes.Store.GetValid, 3005). docs/pricing-api.md has the rules.
+// (quotes.Store.GetValid, 3005). docs/pricing.md has the rules.
 
 import (
 	"context"

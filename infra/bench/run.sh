@@ -37,3 +37,7 @@ pair outbox_relay events/s ./infra/outbox BenchmarkRelay ./infra/outbox Benchmar
 # Signed-request verification on the edge (HMAC, replay cache, key lookup, rate limits),
 # against a public GET through the same edge and middleware.
 pair edge_signed_request req/s ./edge BenchmarkSignedRequest ./edge BenchmarkPublicRequest "public GET on the same edge"
+
+# GET /v1/prices served from the in-memory snapshot, measured with wrk against a trivial
+# fasthttp handler in the same process (target ratio >= 0.5).
+bash infra/bench/prices.sh

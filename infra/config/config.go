@@ -59,6 +59,21 @@ type Config struct {
 	Auth    Auth
 	Signup  Signup
 	Deposit Deposit
+	Pricing Pricing
+}
+
+// Pricing configures the pricer stage and its supply sources (docs/pricing.md).
+type Pricing struct {
+	Every time.Duration // PRICER_INTERVAL between snapshots
+	// Providers maps a provider slug to the base URL of its offers API (PROVIDER_URLS,
+	// "slug=url,..."); empty means no market supply.
+	Providers map[string]string
+	// DeepContract is the on-chain deep reserve rental contract (DEEP_RESERVE_CONTRACT);
+	// zero disables the deep class. The dev stack points it at the simulator's contract.
+	DeepContract tron.Address
+	MaxStale     time.Duration // SUPPLY_MAX_STALE: how long a failing source's last answer is used
+	// ProviderSimAddr is where the dev stack serves its simulated provider (PROVIDER_SIM_ADDR).
+	ProviderSimAddr string
 }
 
 // Auth configures API keys, request signing and limits at the edge.
@@ -193,6 +208,31 @@ func Load() (Config, error) {
 		USDTMin:       str("USDT_DEPOSIT_MIN", "5"),
 		USDTMax:       str("USDT_DEPOSIT_MAX", "2000"),
 		MinDepositSun: int64(integer("MIN_DEPOSIT_SUN", 1_000_000)),
+	}
+	c.Pricing = Pricing{
+		Every:           dur("PRICER_INTERVAL", 3*time.Second),
+		MaxStale:        dur("SUPPLY_MAX_STALE", 30*time.Second),
+		Providers:       map[string]string{},
+		ProviderSimAddr: str("PROVIDER_SIM_ADDR", "127.0.0.1:8091"),
+	}
+	provs, set := os.LookupEnv("PROVIDER_URLS")
+	if !set {
+		provs = "simmarket=http://" + c.Pricing.ProviderSimAddr
+	}
+	for _, p := range splitList(provs) {
+		slug, u, ok := strings.Cut(p, "=")
+		if !ok || slug == "" || u == "" {
+			errs = append(errs, fmt.Sprintf("PROVIDER_URLS: %q: want slug=url", p))
+			continue
+		}
+		c.Pricing.Providers[slug] = u
+	}
+	if deep := str("DEEP_RESERVE_CONTRACT", ""); deep != "" && deep != "off" {
+		a, err := tron.ParseAddress(deep)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("DEEP_RESERVE_CONTRACT: %q: %v", deep, err))
+		}
+		c.Pricing.DeepContract = a
 	}
 	if usdt := str("USDT_CONTRACT", string(net.USDTContractOrEmpty())); usdt != "" {
 		a, err := tron.ParseAddress(usdt)

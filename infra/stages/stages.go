@@ -164,7 +164,13 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		return nil, err
 	}
 
-	return edge.New(edge.Options{
+	idem := idempotency.New(pool, idempotency.Options{})
+	pricingAPI, snapshots, err := pricingModule(cfg, pool, rdb, idem, log)
+	if err != nil {
+		return nil, err
+	}
+
+	server, err := edge.New(edge.Options{
 		Logger:         log,
 		Registerer:     reg,
 		Network:        cfg.Network,
@@ -175,13 +181,17 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Keys:           keys,
 		Bootstrap:      signupAPI.Bootstrap(),
 		Sessions:       sessionAPI.Authenticator(),
-		Modules:        []edge.Module{signupAPI, sessionAPI, patchAPI},
+		Modules:        []edge.Module{signupAPI, sessionAPI, patchAPI, pricingAPI},
 		TrustedProxies: cfg.Auth.TrustedProxies,
 		Limiter:        ratelimit.New(rdb, redisPrefix),
 		RateLimits:     limits,
 		Accounts:       store,
-		Idempotency:    idempotency.New(pool, idempotency.Options{}),
+		Idempotency:    idem,
 		MaxActiveKeys:  cfg.Auth.MaxActiveKeys,
 		Account:        sources,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return together{server, snapshots}, nil
 }

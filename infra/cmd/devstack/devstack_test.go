@@ -62,6 +62,8 @@ func newStack(t *testing.T) *stack {
 		"DATABASE_URL="+db.URL,
 		"HTTP_ADDR="+s.api,
 		"SIM_ADDR="+s.sim,
+		"PROVIDER_SIM_ADDR="+freePort(t),
+		"PRICER_INTERVAL=300ms",
 		"KAFKA_BROKERS="+s.kafk,
 		"METRICS_ADDR=off",
 		"DATA_DIR="+t.TempDir(),
@@ -177,6 +179,40 @@ func TestDevStackServesStatusAndPublishesChainFacts(t *testing.T) {
 			return false
 		}
 		return f.Kind == events.FactTRXTransfer && f.TxID == tx.TxID && f.To == to && f.AmountSun == 7_000_000 && string(r.Key) == tx.TxID
+	})
+
+	// The pricer runs in the stack: prices come from the snapshot it published, with own
+	// pool, simulated provider and deep reserve levels in the book, and the same snapshot
+	// is on the market-data topic for a reader in another process.
+	var book struct {
+		Levels []struct{ Class string }
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get("http://" + s.api + "/v1/orderbook?resource=energy&tier=1h")
+		if err == nil {
+			code := resp.StatusCode
+			_ = json.NewDecoder(resp.Body).Decode(&book)
+			resp.Body.Close()
+			if code == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /v1/orderbook did not answer 200 within 15 s; log:\n%s", s.log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	classes := map[string]bool{}
+	for _, l := range book.Levels {
+		classes[l.Class] = true
+	}
+	if !classes["instant"] || !classes["market"] || !classes["deep"] {
+		t.Fatalf("order book classes %v, want instant, market and deep", classes)
+	}
+	consume(t, s.kafk, topics.MarketData.Name, 10*time.Second, func(r *kgo.Record) bool {
+		var m events.MarketData
+		return json.Unmarshal(r.Value, &m) == nil && string(r.Key) == events.MarketDataKey
 	})
 	s.stop()
 }

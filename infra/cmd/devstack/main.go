@@ -1,6 +1,7 @@
 // Command devstack runs the whole service in one process on embedded defaults (`make run`):
 // an embedded Kafka broker (kfake) with its data under DATA_DIR, the TRON node simulator,
-// the schema migrations, the outbox relay, the chain follower and the API edge. Postgres and
+// a simulated market provider, the schema migrations, the outbox relay, the chain follower,
+// the pricer and the API edge. Postgres and
 // Redis are real local servers; when one is unreachable it says so with the command that
 // starts it. Each stage logs one line when it is up.
 //
@@ -29,6 +30,7 @@ import (
 	"rental/infra/pg"
 	"rental/infra/redisx"
 	"rental/infra/stages"
+	"rental/infra/supply"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
 )
@@ -124,6 +126,9 @@ func run(log *slog.Logger) error {
 		cfg.Deposit.HDKey = deposits.DevSeedHex
 		dlog.Warn("DEPOSIT_HD_KEY unset: deposit addresses derive from the public dev seed")
 	}
+	if cfg.Pricing.DeepContract.IsZero() {
+		cfg.Pricing.DeepContract = tronsim.DeepReserveContract()
+	}
 	if cfg.ChainStartBlock < 0 {
 		cfg.ChainStartBlock = 0 // the simulated chain is short: follow it from genesis
 	}
@@ -131,6 +136,8 @@ func run(log *slog.Logger) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return broker.Run(gctx) })
 	g.Go(func() error { return sim.Serve(gctx, cfg.SimAddr) })
+	provider := supply.NewProviderServer("simmarket", supply.DefaultOffers(cfg.Network))
+	g.Go(func() error { return provider.Serve(gctx, cfg.Pricing.ProviderSimAddr, stage("provider")) })
 
 	producer, err := stages.KafkaProducer(gctx, cfg)
 	if err != nil {
@@ -149,10 +156,15 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	prices, err := stages.Pricer(cfg, pool, rdb, producer, log, reg)
+	if err != nil {
+		return err
+	}
 	api, err := stages.Edge(cfg, pool, rdb, log, reg)
 	if err != nil {
 		return err
 	}
+	g.Go(func() error { return prices.Run(gctx) })
 	g.Go(func() error { return relay.Run(gctx) })
 	g.Go(func() error { return follower.Run(gctx) })
 	g.Go(func() error { return api.Run(gctx) })

@@ -30,24 +30,17 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"golang.org/x/sync/errgroup"
 
 	"rental/infra/config"
-	"rental/infra/kafka"
 	"rental/infra/metrics"
 	"rental/infra/pg"
 	"rental/infra/pricestore"
 	"rental/infra/redisx"
-	"rental/infra/supply"
-	"rental/infra/tron"
-	"rental/infra/tronsim"
-	"rental/processors/pricer"
+	"rental/infra/stages"
 	"rental/processors/pricing"
 	"rental/schemas/events"
-	"rental/schemas/topics"
 )
 
 func main() {
@@ -56,57 +49,6 @@ func main() {
 		log.Error("pricer failed", "stage", "pricer", "err", err)
 		os.Exit(1)
 	}
-}
-
-// env are the pricer's own variables; config.Config does not carry them yet.
-type env struct {
-	Every        time.Duration // PRICER_INTERVAL, default 3s
-	Providers    map[string]string
-	DeepContract tron.Address  // DEEP_RESERVE_CONTRACT, "" or "off" disables
-	MaxStale     time.Duration // SUPPLY_MAX_STALE, default 30s
-}
-
-func loadEnv() (env, error) {
-	e := env{Every: 3 * time.Second, MaxStale: 30 * time.Second, Providers: map[string]string{}}
-	dur := func(name string, d *time.Duration) error {
-		if v := os.Getenv(name); v != "" {
-			x, err := time.ParseDuration(v)
-			if err != nil || x <= 0 {
-				return fmt.Errorf("%s=%q: want a positive duration", name, v)
-			}
-			*d = x
-		}
-		return nil
-	}
-	if err := errors.Join(dur("PRICER_INTERVAL", &e.Every), dur("SUPPLY_MAX_STALE", &e.MaxStale)); err != nil {
-		return e, err
-	}
-	provs, ok := os.LookupEnv("PROVIDER_URLS")
-	if !ok {
-		provs = "simmarket=http://127.0.0.1:8091"
-	}
-	for _, p := range strings.Split(provs, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		slug, url, ok := strings.Cut(p, "=")
-		if !ok || slug == "" || url == "" {
-			return e, fmt.Errorf("PROVIDER_URLS: %q: want slug=url", p)
-		}
-		e.Providers[slug] = url
-	}
-	deep, ok := os.LookupEnv("DEEP_RESERVE_CONTRACT")
-	if !ok {
-		deep = tronsim.DeepReserveContract().String()
-	}
-	if deep != "" && deep != "off" {
-		a, err := tron.ParseAddress(deep)
-		if err != nil {
-			return e, fmt.Errorf("DEEP_RESERVE_CONTRACT: %w", err)
-		}
-		e.DeepContract = a
-	}
-	return e, nil
 }
 
 func run(log *slog.Logger, args []string) error {
@@ -126,45 +68,19 @@ func run(log *slog.Logger, args []string) error {
 		return admin(ctx, store, cfg, args)
 	}
 
-	e, err := loadEnv()
-	if err != nil {
-		return err
-	}
 	rdb, err := redisx.Connect(ctx, cfg.RedisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	producer, err := kafka.NewClient(cfg.KafkaBrokers)
+	producer, err := stages.KafkaProducer(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer producer.Close()
-	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = kafka.EnsureTopics(tctx, kadm.NewClient(producer), topics.All())
-	cancel()
-	if err != nil {
-		return fmt.Errorf("%w (KAFKA_BROKERS=%v)", err, cfg.KafkaBrokers)
-	}
-
-	node := tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(2*time.Second))
-	collector := &supply.Collector{
-		Pool:      supply.NewPool(node, cfg.PoolAddresses),
-		DeepTiers: []pricing.Tier{pricing.Tier5m, pricing.Tier1h, pricing.Tier1d},
-		MaxStale:  e.MaxStale,
-	}
-	for slug, url := range e.Providers {
-		collector.Providers = append(collector.Providers, supply.NewHTTPProvider(slug, url, nil))
-	}
-	if !e.DeepContract.IsZero() && len(cfg.PoolAddresses) > 0 {
-		collector.Deep = supply.NewDeepReserve(node, e.DeepContract, cfg.PoolAddresses[0])
-	}
 
 	reg := metrics.NewRegistry()
-	p, err := pricer.New(pricer.Options{
-		Network: cfg.Network, Models: store, Supply: collector, Producer: producer, Redis: rdb,
-		Every: e.Every, Logger: log, Registerer: reg,
-	})
+	p, err := stages.Pricer(cfg, pool, rdb, producer, log, reg)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,87 @@
+package stages
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"rental/edge"
+	"rental/infra/config"
+	"rental/infra/idempotency"
+	"rental/infra/pricestore"
+	"rental/infra/quotes"
+	"rental/infra/supply"
+	"rental/infra/tron"
+	"rental/processors/pricer"
+	"rental/processors/pricing"
+)
+
+// Supply is the pricer's supply collector from configuration: own pools, the providers of
+// PROVIDER_URLS and, when DEEP_RESERVE_CONTRACT is set and a pool can act as caller, the
+// deep reserve.
+func Supply(cfg config.Config) *supply.Collector {
+	node := tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(2*time.Second))
+	c := &supply.Collector{
+		Pool:      supply.NewPool(node, cfg.PoolAddresses),
+		DeepTiers: []pricing.Tier{pricing.Tier5m, pricing.Tier1h, pricing.Tier1d},
+		MaxStale:  cfg.Pricing.MaxStale,
+	}
+	for slug, url := range cfg.Pricing.Providers {
+		c.Providers = append(c.Providers, supply.NewHTTPProvider(slug, url, nil))
+	}
+	if !cfg.Pricing.DeepContract.IsZero() && len(cfg.PoolAddresses) > 0 {
+		c.Deep = supply.NewDeepReserve(node, cfg.Pricing.DeepContract, cfg.PoolAddresses[0])
+	}
+	return c
+}
+
+// Pricer is the pricer stage: every PRICER_INTERVAL a snapshot to Redis (for the edge) and
+// to the compacted market-data topic through producer.
+func Pricer(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, producer *kgo.Client, log *slog.Logger, reg prometheus.Registerer) (Runner, error) {
+	return pricer.New(pricer.Options{
+		Network:    cfg.Network,
+		Models:     pricestore.New(pool),
+		Supply:     Supply(cfg),
+		Producer:   producer,
+		Redis:      rdb,
+		Every:      cfg.Pricing.Every,
+		Logger:     log.With("stage", "pricer"),
+		Registerer: reg,
+	})
+}
+
+// pricingModule is the edge's pricing endpoints and the snapshot source feeding them. The
+// source must run for as long as the edge serves.
+func pricingModule(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, idem *idempotency.Store, log *slog.Logger) (*edge.Pricing, *pricer.RedisSource, error) {
+	src := pricer.NewRedisSource(rdb, pricer.SourceOptions{Network: cfg.Network, Logger: log})
+	mod, err := edge.NewPricing(edge.PricingOptions{
+		Network:     cfg.Network,
+		Snapshots:   src,
+		Chain:       tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(2*time.Second)),
+		Quotes:      quotes.New(pool),
+		Idempotency: idem,
+		Logger:      log,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return mod, src, nil
+}
+
+// together runs several runners until the first fails or ctx ends; the edge uses it to
+// keep its in-memory caches fed for as long as it serves.
+type together []Runner
+
+func (t together) Run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, r := range t {
+		g.Go(func() error { return r.Run(gctx) })
+	}
+	return g.Wait()
+}
