@@ -3,6 +3,7 @@ module rental
 go 1.26.8
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/btcsuite/btcd/btcutil v1.2.0
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1
 	github.com/fasthttp/router v1.5.4

@@ -112,6 +112,7 @@ var Endpoints = []Endpoint{
 	{Method: "DELETE", Path: "/v1/webhooks/{id}", Auth: K | S, Scope: scopes.WebhooksWrite, Class: ClassManagement},
 	{Method: "POST", Path: "/v1/webhooks/{id}/rotate-secret", Auth: K | S, Scope: scopes.WebhooksWrite, Class: ClassManagement},
 	{Method: "POST", Path: "/v1/webhooks/{id}/test", Auth: K | S, Scope: scopes.WebhooksWrite, Class: ClassManagement},
+	{Method: "GET", Path: "/v1/webhooks/{id}/deliveries", Auth: K | S, Scope: scopes.WebhooksRead, Class: ClassManagement}, // not in the spec: docs/webhooks.md
 
 	// Orders.
 	{Method: "POST", Path: "/v1/orders", Auth: K, Scope: scopes.OrdersWrite, Class: ClassOrder},

@@ -41,3 +41,8 @@ pair edge_signed_request req/s ./edge BenchmarkSignedRequest ./edge BenchmarkPub
 # GET /v1/prices served from the in-memory snapshot, measured with wrk against a trivial
 # fasthttp handler in the same process (target ratio >= 0.5).
 bash infra/bench/prices.sh
+
+# Webhook deliveries drained by the deliverer (Kafka in, signed POST out, history written),
+# against plain signed POSTs to the same kind of receiver. The same benchmark also reports
+# p50/p99 commit-to-first-attempt delay at a steady 100 events/s (outbox and relay included).
+pair webhook_delivery deliveries/s ./consumers/webhooks BenchmarkWebhookDelivery ./consumers/webhooks BenchmarkPlainPost "plain HTTP POSTs to the same receiver"

@@ -35,7 +35,11 @@ type Config struct {
 	// PoolAddresses are the service's own stake pools (POOL_ADDRESSES, comma-separated
 	// Base58Check); the status endpoint's supply figure is read from them.
 	PoolAddresses []tron.Address
-	DataDir       string // DATA_DIR, embedded broker and simulator state (dev stack only)
+	// PoolKeys sign the pools' delegations (POOL_KEYS, comma-separated hex private keys).
+	// Secret: only the order processor needs them and nothing prints them. When
+	// POOL_ADDRESSES is unset the pools are the keys' addresses.
+	PoolKeys []tron.PrivateKey
+	DataDir  string // DATA_DIR, embedded broker and simulator state (dev stack only)
 
 	// Chain following.
 	Confirmations  int           // CONFIRMATIONS, depth below the head a block is final at
@@ -59,7 +63,50 @@ type Config struct {
 	Auth    Auth
 	Signup  Signup
 	Deposit Deposit
+	Ledger  Ledger
 	Pricing Pricing
+	// Processor tunes the order processor (processors/orderflow).
+	Processor Processor
+	Webhook   Webhook
+	Orders    Orders
+}
+
+// Webhook configures webhook endpoints and their delivery (docs/webhooks.md).
+type Webhook struct {
+	// AllowLoopback (WEBHOOK_ALLOW_LOOPBACK) admits plain http:// URLs and loopback targets
+	// (127.0.0.0/8, ::1). Dev stack and tests only; off by default.
+	AllowLoopback bool
+	// RetryDelays (WEBHOOK_RETRY_DELAYS, comma-separated durations) are the waits before
+	// attempts 2, 3, ...; nil means the spec's schedule (15s,30s,3m,10m,20m,30m,1h,3h,6h).
+	RetryDelays []time.Duration
+}
+
+// Orders configures order creation at the edge (docs/orders.md, "API").
+type Orders struct {
+	// MaxInFlight is how many orders an account may have waiting for delivery (created,
+	// paid, allocating, delegated) before creation answers 1101 (MAX_IN_FLIGHT_ORDERS).
+	MaxInFlight int
+	// MaxOrderEnergy is the account limit max_order_energy: the largest energy order
+	// (MAX_ORDER_ENERGY); GET /v1/account shows it.
+	MaxOrderEnergy int64
+	// ReceiverMaxEnergy is the most energy one receiver may hold from this service's live
+	// orders, all accounts together (RECEIVER_MAX_ENERGY); above it 5005. 0 = no ceiling.
+	ReceiverMaxEnergy int64
+	// AllowProviderSpill lets an order be filled beyond the own pools, from market providers
+	// and the deep reserve (ALLOW_PROVIDER_SPILL); off, an order own stock cannot fill is 5007.
+	AllowProviderSpill bool
+	// The treasury (Ledger.Treasury, TREASURY_ADDRESS) is refused as a receiver (3003) too.
+}
+
+// Processor tunes the order processor.
+type Processor struct {
+	// LandGrace is how long after a delegation's expiration the processor waits for its
+	// chain fact before asking the node (ORDER_LAND_GRACE).
+	LandGrace time.Duration
+	// SessionTimeout is the processors' Kafka consumer-group session timeout
+	// (KAFKA_SESSION_TIMEOUT): how soon a dead replica's partitions move to the others.
+	// Brokers refuse values below their group.min.session.timeout.ms (6 s by default).
+	SessionTimeout time.Duration
 }
 
 // Pricing configures the pricer stage and its supply sources (docs/pricing.md).
@@ -107,6 +154,22 @@ type Deposit struct {
 	USDTMin       string // USDT_DEPOSIT_MIN, smallest auto-credited USDT deposit (decimal)
 	USDTMax       string // USDT_DEPOSIT_MAX, largest auto-credited USDT deposit (decimal)
 	MinDepositSun int64  // MIN_DEPOSIT_SUN, smaller TRX transfers are held as residuals
+}
+
+// Ledger configures the ledger, deposit crediting, address rotation and sweeping
+// (docs/ledger.md).
+type Ledger struct {
+	USDTRateSun       int64         // USDT_RATE_SUN, SUN per 1 USDT before the spread (fixed_env); 0 = no rate
+	LowThresholdSun   int64         // BALANCE_LOW_THRESHOLD_SUN, default balance.low threshold
+	OrderSun          int64         // BALANCE_LOW_ORDER_SUN, price of the reference order of estimated_orders_remaining
+	RotationMinDays   int           // DEPOSIT_ROTATION_MIN_INTERVAL_DAYS
+	RotationMax       int           // DEPOSIT_ROTATION_MAX_PER_WINDOW
+	RotationWindow    int           // DEPOSIT_ROTATION_WINDOW_DAYS
+	RetiredCreditDays int           // DEPOSIT_RETIRED_CREDIT_DAYS
+	Treasury          string        // TREASURY_ADDRESS, where sweeps send deposits ("" disables sweeping)
+	SweepPoolKey      string        // SWEEP_POOL_KEY, hex key of the own stake pool delegating energy for USDT sweeps
+	SweepEvery        time.Duration // SWEEP_INTERVAL
+	SweepMinSun       int64         // SWEEP_MIN_TRX_SUN, smallest TRX balance worth sweeping
 }
 
 // Load reads the environment. It fails on a malformed value rather than guess.
@@ -209,6 +272,40 @@ func Load() (Config, error) {
 		USDTMax:       str("USDT_DEPOSIT_MAX", "2000"),
 		MinDepositSun: int64(integer("MIN_DEPOSIT_SUN", 1_000_000)),
 	}
+	c.Ledger = Ledger{
+		USDTRateSun:       int64(integer("USDT_RATE_SUN", 0)),
+		LowThresholdSun:   int64(integer("BALANCE_LOW_THRESHOLD_SUN", 10_000_000)),
+		OrderSun:          int64(integer("BALANCE_LOW_ORDER_SUN", 65_000*90)),
+		RotationMinDays:   integer("DEPOSIT_ROTATION_MIN_INTERVAL_DAYS", 7),
+		RotationMax:       integer("DEPOSIT_ROTATION_MAX_PER_WINDOW", 3),
+		RotationWindow:    integer("DEPOSIT_ROTATION_WINDOW_DAYS", 90),
+		RetiredCreditDays: integer("DEPOSIT_RETIRED_CREDIT_DAYS", 30),
+		Treasury:          str("TREASURY_ADDRESS", ""),
+		SweepPoolKey:      str("SWEEP_POOL_KEY", ""),
+		SweepEvery:        dur("SWEEP_INTERVAL", 10*time.Minute),
+		SweepMinSun:       int64(integer("SWEEP_MIN_TRX_SUN", 1_000_000)),
+	}
+	if t := c.Ledger.Treasury; t != "" {
+		if _, err := tron.ParseAddress(t); err != nil {
+			errs = append(errs, fmt.Sprintf("TREASURY_ADDRESS: %q: %v", t, err))
+		}
+	}
+	c.Webhook.AllowLoopback = str("WEBHOOK_ALLOW_LOOPBACK", "false") == "true"
+	for _, v := range splitList(str("WEBHOOK_RETRY_DELAYS", "")) {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Sprintf("WEBHOOK_RETRY_DELAYS: %q: want positive durations such as 15s,30s,3m", v))
+			continue
+		}
+		c.Webhook.RetryDelays = append(c.Webhook.RetryDelays, d)
+	}
+	if len(c.Webhook.RetryDelays) > 9 {
+		errs = append(errs, "WEBHOOK_RETRY_DELAYS: at most 9 delays (attempts 2 to 10)")
+	}
+	c.Processor = Processor{
+		LandGrace:      dur("ORDER_LAND_GRACE", 90*time.Second),
+		SessionTimeout: dur("KAFKA_SESSION_TIMEOUT", 10*time.Second),
+	}
 	c.Pricing = Pricing{
 		Every:           dur("PRICER_INTERVAL", 3*time.Second),
 		MaxStale:        dur("SUPPLY_MAX_STALE", 30*time.Second),
@@ -251,6 +348,31 @@ func Load() (Config, error) {
 			continue
 		}
 		c.PoolAddresses = append(c.PoolAddresses, addr)
+	}
+	for i, k := range splitList(str("POOL_KEYS", "")) {
+		key, err := tron.ParsePrivateKey(k)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("POOL_KEYS: key %d is not a hex private key", i+1)) // never echo a key
+			continue
+		}
+		c.PoolKeys = append(c.PoolKeys, key)
+	}
+	if len(c.PoolAddresses) == 0 {
+		for _, k := range c.PoolKeys {
+			c.PoolAddresses = append(c.PoolAddresses, k.Address())
+		}
+	}
+	c.Orders = Orders{
+		MaxInFlight:        integer("MAX_IN_FLIGHT_ORDERS", 100),
+		MaxOrderEnergy:     int64(integer("MAX_ORDER_ENERGY", 10_000_000)),
+		ReceiverMaxEnergy:  int64(integer("RECEIVER_MAX_ENERGY", 50_000_000)),
+		AllowProviderSpill: str("ALLOW_PROVIDER_SPILL", "true") == "true",
+	}
+	if v := str("ALLOW_PROVIDER_SPILL", "true"); v != "true" && v != "false" {
+		errs = append(errs, fmt.Sprintf("ALLOW_PROVIDER_SPILL=%q: want true or false", v))
+	}
+	if c.Orders.MaxInFlight == 0 || c.Orders.MaxOrderEnergy == 0 {
+		errs = append(errs, "MAX_IN_FLIGHT_ORDERS and MAX_ORDER_ENERGY must be positive")
 	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))

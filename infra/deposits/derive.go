@@ -8,7 +8,8 @@
 // the edge derives addresses from the public key of the external chain; only the sweeper,
 // which holds the seed, derives the matching private keys.
 //
-// This is the minimal part signup needs (issue 3); issue 4 adds rotation and crediting.
+// store.go issues and lists addresses (signup, issue 3); rotate.go adds rotation and the
+// address lookup crediting uses, rate.go the USDT rate of the USDT row (issue 4).
 package deposits
 
 import (

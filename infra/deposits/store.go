@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"rental/infra/tron"
+	"rental/schemas/network"
 )
 
 // Currency is a deposit currency of the DepositAddress record.
@@ -50,6 +51,11 @@ type Options struct {
 	MaxUSDT       string // max of the USDT row, a decimal string (default "2000")
 
 	Now func() time.Time // default time.Now
+
+	// Network, when set, makes the store announce every newly issued address with
+	// deposit_address.rotated (retired_address null on the first issue) through the outbox,
+	// in the issuing transaction.
+	Network network.Network
 }
 
 // Store issues and reads deposit addresses.
@@ -94,7 +100,7 @@ func NewStore(pool *pgxpool.Pool, o Options) (*Store, error) {
 
 // DepositAddress is one row of the spec's DepositAddress record. The TRX and USDT rows of an
 // account share Address. Fields that apply to the USDT row only are nil on the TRX row.
-// The memo is always null and rate_now is not known here (issue 4 adds the rate source).
+// The memo is always null; rate_now comes from a RateSource (rate.go), not from the store.
 type DepositAddress struct {
 	Currency              Currency
 	Address               tron.Address
@@ -124,31 +130,12 @@ func (s *Store) Current(ctx context.Context, accountID string) (tron.Address, er
 			addr = a
 			return err
 		}
-		// An index whose child key is invalid (probability about 2^-127) is skipped.
-		for attempt := 0; attempt < 3; attempt++ {
-			var idx int64
-			if err := tx.QueryRow(ctx, `SELECT nextval('deposit_address_index_seq')`).Scan(&idx); err != nil {
-				return err
-			}
-			if idx >= int64(hdkeychain.HardenedKeyStart) {
-				return errors.New("deposits: derivation index space exhausted")
-			}
-			a, err := s.o.Deriver.Address(uint32(idx))
-			if errors.Is(err, hdkeychain.ErrInvalidChild) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			_, err = tx.Exec(ctx, `INSERT INTO deposit_addresses (address, account_id, derivation_index, issued_at)
-				VALUES ($1, $2, $3, $4)`, a.String(), accountID, idx, s.o.Now().UTC())
-			if err != nil {
-				return err
-			}
-			addr = a
-			return nil
+		a, err = s.issue(ctx, tx, accountID)
+		if err != nil {
+			return err
 		}
-		return errors.New("deposits: no valid child key in three indexes")
+		addr = a
+		return s.announce(ctx, tx, accountID, a, nil, nil)
 	})
 	if err != nil {
 		return tron.Address{}, fmt.Errorf("deposits: issue address for %s: %w", accountID, err)
@@ -215,4 +202,33 @@ func (s *Store) rows(addr tron.Address, only Currency) []DepositAddress {
 		}
 	}
 	return out
+}
+
+// issue takes the next derivation index for accountID inside tx (which holds the account's
+// advisory lock) and stores the new current address. An index whose child key is invalid
+// (probability about 2^-127) is skipped.
+func (s *Store) issue(ctx context.Context, tx pgx.Tx, accountID string) (tron.Address, error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		var idx int64
+		if err := tx.QueryRow(ctx, `SELECT nextval('deposit_address_index_seq')`).Scan(&idx); err != nil {
+			return tron.Address{}, err
+		}
+		if idx >= int64(hdkeychain.HardenedKeyStart) {
+			return tron.Address{}, errors.New("deposits: derivation index space exhausted")
+		}
+		a, err := s.o.Deriver.Address(uint32(idx))
+		if errors.Is(err, hdkeychain.ErrInvalidChild) {
+			continue
+		}
+		if err != nil {
+			return tron.Address{}, err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO deposit_addresses (address, account_id, derivation_index, issued_at)
+			VALUES ($1, $2, $3, $4)`, a.String(), accountID, idx, s.o.Now().UTC())
+		if err != nil {
+			return tron.Address{}, err
+		}
+		return a, nil
+	}
+	return tron.Address{}, errors.New("deposits: no valid child key in three indexes")
 }

@@ -14,6 +14,7 @@ import (
 	"rental/edge"
 	"rental/infra/config"
 	"rental/infra/idempotency"
+	"rental/infra/orderstore"
 	"rental/infra/pricestore"
 	"rental/infra/quotes"
 	"rental/infra/supply"
@@ -28,14 +29,16 @@ import (
 func Supply(cfg config.Config) *supply.Collector {
 	node := tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(2*time.Second))
 	c := &supply.Collector{
-		Pool:      supply.NewPool(node, cfg.PoolAddresses),
 		DeepTiers: []pricing.Tier{pricing.Tier5m, pricing.Tier1h, pricing.Tier1d},
 		MaxStale:  cfg.Pricing.MaxStale,
+	}
+	if cfg.Network.SellsOwnStake() {
+		c.Pool = supply.NewPool(node, cfg.PoolAddresses)
 	}
 	for slug, url := range cfg.Pricing.Providers {
 		c.Providers = append(c.Providers, supply.NewHTTPProvider(slug, url, nil))
 	}
-	if !cfg.Pricing.DeepContract.IsZero() && len(cfg.PoolAddresses) > 0 {
+	if cfg.Network.SellsOwnStake() && !cfg.Pricing.DeepContract.IsZero() && len(cfg.PoolAddresses) > 0 {
 		c.Deep = supply.NewDeepReserve(node, cfg.Pricing.DeepContract, cfg.PoolAddresses[0])
 	}
 	return c
@@ -45,9 +48,12 @@ func Supply(cfg config.Config) *supply.Collector {
 // to the compacted market-data topic through producer.
 func Pricer(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, producer *kgo.Client, log *slog.Logger, reg prometheus.Registerer) (Runner, error) {
 	return pricer.New(pricer.Options{
-		Network:    cfg.Network,
-		Models:     pricestore.New(pool),
-		Supply:     Supply(cfg),
+		Network: cfg.Network,
+		Models:  pricestore.New(pool),
+		Supply:  Supply(cfg),
+		Delivered: func(ctx context.Context, since time.Time) (int64, error) {
+			return orderstore.DeliveredSince(ctx, pool, cfg.Network, since)
+		},
 		Producer:   producer,
 		Redis:      rdb,
 		Every:      cfg.Pricing.Every,

@@ -136,6 +136,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		SpreadBps:     cfg.Deposit.USDTSpreadBps,
 		MinUSDT:       cfg.Deposit.USDTMin,
 		MaxUSDT:       cfg.Deposit.USDTMax,
+		Network:       cfg.Network, // announces new addresses (deposit_address.rotated)
 	})
 	if err != nil {
 		return nil, err
@@ -155,9 +156,15 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
+	ledgerAPI, err := ledgerEdge(cfg, pool, depositStore, log) // infra/stages/ledger.go
+	if err != nil {
+		return nil, err
+	}
 	// The account renderer and the limits must be the same values for GET and PATCH
 	// /v1/account, so both take these two.
-	sources := edge.AccountSources{Brand: cfg.Brand, Network: cfg.Network, Deposits: edge.DepositAddressRefs{Store: depositStore}}
+	sources := edge.AccountSources{Brand: cfg.Brand, Network: cfg.Network, Deposits: edge.DepositAddressRefs{Store: depositStore},
+		Ledger: ledgerAPI.Accounts,
+		Limits: edge.AccountLimits{MaxOrderEnergy: cfg.Orders.MaxOrderEnergy}}
 	limits := edge.RateLimits{Quota: ratelimit.Quota{Daily: cfg.Auth.QuotaDaily, Monthly: cfg.Auth.QuotaMonthly}}
 	patchAPI, err := edge.NewAccountPatch(edge.AccountPatchOptions{Accounts: store, Sources: sources, RateLimits: limits})
 	if err != nil {
@@ -166,6 +173,15 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 
 	idem := idempotency.New(pool, idempotency.Options{})
 	pricingAPI, snapshots, err := pricingModule(cfg, pool, rdb, idem, log)
+	if err != nil {
+		return nil, err
+	}
+	ordersAPI, err := ordersModule(cfg, pool, pricingAPI, nil, idem, log)
+	if err != nil {
+		return nil, err
+	}
+
+	webhooksAPI, err := webhooksModule(cfg, pool, idem)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +197,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Keys:           keys,
 		Bootstrap:      signupAPI.Bootstrap(),
 		Sessions:       sessionAPI.Authenticator(),
-		Modules:        []edge.Module{signupAPI, sessionAPI, patchAPI, pricingAPI},
+		Modules:        []edge.Module{signupAPI, sessionAPI, patchAPI, pricingAPI, webhooksAPI, ordersAPI, ledgerAPI.Balance, ledgerAPI.Deposits},
 		TrustedProxies: cfg.Auth.TrustedProxies,
 		Limiter:        ratelimit.New(rdb, redisPrefix),
 		RateLimits:     limits,

@@ -1,8 +1,10 @@
 package supply
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -102,4 +104,69 @@ func (o WireOffer) check() error {
 		return fmt.Errorf("offer %s %s: price and amount must be positive", o.Resource, o.Tier)
 	}
 	return nil
+}
+
+// The provider order API: POST {base}/v1/orders with ProviderOrderRequest. The provider
+// delegates from its own stake to the receiver and answers ProviderOrderResult. ref is the
+// platform's idempotency key: the same ref always answers the same delegation, so a
+// platform that crashed after asking asks again and never buys twice.
+
+// ProviderOrderRequest asks a provider to deliver.
+type ProviderOrderRequest struct {
+	Ref      string           `json:"ref"`
+	Resource pricing.Resource `json:"resource"`
+	Tier     pricing.Tier     `json:"tier"`
+	Amount   int64            `json:"amount"`
+	Receiver string           `json:"receiver"`
+}
+
+// ProviderOrderResult is a provider's delivery: the delegation transaction, the address it
+// delegates from and the staked balance it delegated.
+type ProviderOrderResult struct {
+	Ref        string `json:"ref"`
+	TxID       string `json:"txid"`
+	From       string `json:"from"`
+	Amount     int64  `json:"amount"`
+	BalanceSun int64  `json:"balance_sun"`
+}
+
+// ErrProviderSoldOut is a provider that cannot deliver the amount now (HTTP 409).
+var ErrProviderSoldOut = errors.New("supply: provider sold out")
+
+// Order asks the provider to deliver req. ErrProviderSoldOut when it has too little stock;
+// any other error leaves the outcome unknown, and the caller asks again with the same ref.
+func (p *HTTPProvider) Order(ctx context.Context, req ProviderOrderRequest) (ProviderOrderResult, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return ProviderOrderResult{}, err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"/v1/orders", bytes.NewReader(body))
+	if err != nil {
+		return ProviderOrderResult{}, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := p.http.Do(hr)
+	if err != nil {
+		return ProviderOrderResult{}, fmt.Errorf("supply: provider %s order: %w", p.slug, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return ProviderOrderResult{}, fmt.Errorf("supply: provider %s order: %w", p.slug, err)
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusConflict:
+		return ProviderOrderResult{}, fmt.Errorf("%w: %s", ErrProviderSoldOut, p.slug)
+	default:
+		return ProviderOrderResult{}, fmt.Errorf("supply: provider %s order: HTTP %d", p.slug, resp.StatusCode)
+	}
+	var r ProviderOrderResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return ProviderOrderResult{}, fmt.Errorf("supply: provider %s order: %w", p.slug, err)
+	}
+	if r.Ref != req.Ref || r.TxID == "" || r.Amount <= 0 || r.Amount > req.Amount {
+		return ProviderOrderResult{}, fmt.Errorf("supply: provider %s answered an order that is not the one asked", p.slug)
+	}
+	return r, nil
 }

@@ -366,6 +366,13 @@ func (s *Sim) mineOneLocked() {
 	ctx := s.ctxFor(num)
 	var txs []*txRecord
 	for _, r := range candidates {
+		if r.Data.Expiration <= ts {
+			// java-tron never packs an expired transaction: one held back past its
+			// expiration (slow_confirm) is gone for good, as on the real network.
+			delete(s.known, r.ID)
+			s.log.Info("tronsim dropped an expired transaction at packing", "txid", r.ID)
+			continue
+		}
 		ctx.feeLimit = r.Data.FeeLimit
 		res, err := s.confirmed.execute(ctx, r.Data.Contract, r.netBytes())
 		if err != nil {

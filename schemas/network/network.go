@@ -71,3 +71,9 @@ func (n Network) USDTContractOrEmpty() string {
 	}
 	return n.USDTContract()
 }
+
+// SellsOwnStake reports whether orders are filled from the service's own stake pools. On
+// nile provider execution goes through one provider only, from its small fixed inventory
+// (the spec's testnet differences), so the own pools neither appear in the order book nor
+// deliver orders there.
+func (n Network) SellsOwnStake() bool { return n != Nile }

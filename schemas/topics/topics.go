@@ -75,11 +75,42 @@ var (
 	// rather than through the outbox.
 	MarketData = Topic{Name: "market.data.v1", Key: "snapshot", Partitions: 1, Retention: 0, Cleanup: Compact,
 		Doc: "Latest pricing snapshot (schemas/events/marketdata.schema.json)."}
+
+	// OrderIntents carries the internal work items of the order pipeline (created by the
+	// edge with the order, a reclaim request, a support refund), keyed by order id so one
+	// processor replica handles an order's steps in order. Internal: not a product topic.
+	OrderIntents = Topic{Name: "orders.intents.v1", Key: "order_id", Partitions: 12, Retention: 7 * day, Cleanup: Delete,
+		Doc: "Internal order work items (processors/orderflow)."}
 )
+
+// Webhook delivery retries (consumers/webhooks). One delay topic per step of the spec's retry
+// schedule: a record in WebhookRetry[i] is a wake-up for attempt i+2 of one delivery and
+// carries its due time; the consumer pauses a partition until its head record is due, so a
+// topic holds records of one delay only and its head is always the earliest due. Keyed like
+// the event topics (order id for order events) so the wake-ups of one order share a
+// partition. The delays themselves are configuration (WEBHOOK_RETRY_DELAYS); the names only
+// number the steps. Retention covers the longest nominal step (6 h) with room for an outage.
+var WebhookRetry = func() []Topic {
+	nominal := []string{"15s", "30s", "3m", "10m", "20m", "30m", "1h", "3h", "6h"}
+	out := make([]Topic, len(nominal))
+	for i, d := range nominal {
+		out[i] = Topic{Name: fmt.Sprintf("webhooks.retry.%d.v1", i+1), Key: "ordering key", Partitions: 12,
+			Retention: 3 * day, Cleanup: Delete,
+			Doc: fmt.Sprintf("Webhook retry wake-ups before attempt %d (nominally %s after attempt %d).", i+2, d, i+1)}
+	}
+	return out
+}()
+
+// WebhookDead receives deliveries whose every attempt on every endpoint failed: the
+// envelope as it was sent, with headers naming the endpoint role and attempts.
+var WebhookDead = Topic{Name: "webhooks.dead.v1", Key: "ordering key", Partitions: 12, Retention: 30 * day, Cleanup: Delete,
+	Doc: "Dead-lettered webhook deliveries (consumers/webhooks)."}
 
 // All lists every topic the service uses; stages create them at start.
 func All() []Topic {
-	return []Topic{ChainFacts, OrderEvents, AccountEvents, SubscriptionEvents, BatchEvents, MarketData}
+	all := []Topic{ChainFacts, OrderEvents, AccountEvents, SubscriptionEvents, BatchEvents, MarketData, OrderIntents}
+	all = append(all, WebhookRetry...)
+	return append(all, WebhookDead)
 }
 
 // ForEvent routes a customer event type to its topic. ok is false for an unknown type.

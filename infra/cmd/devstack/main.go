@@ -1,7 +1,7 @@
 // Command devstack runs the whole service in one process on embedded defaults (`make run`):
 // an embedded Kafka broker (kfake) with its data under DATA_DIR, the TRON node simulator,
 // a simulated market provider, the schema migrations, the outbox relay, the chain follower,
-// the pricer and the API edge. Postgres and
+// the pricer, the order processor and the API edge. Postgres and
 // Redis are real local servers; when one is unreachable it says so with the command that
 // starts it. Each stage logs one line when it is up.
 //
@@ -44,8 +44,11 @@ func main() {
 }
 
 // devPoolKey is the dev stack's own stake pool: a well-known key, never used on a real chain.
-func devPoolKey() tron.PrivateKey {
-	seed := sha256.Sum256([]byte("rental devstack stake pool 0 (dev only)"))
+func devPoolKey() tron.PrivateKey { return devKey("rental devstack stake pool 0 (dev only)") }
+
+// devKey derives a well-known dev-only key from a phrase.
+func devKey(phrase string) tron.PrivateKey {
+	seed := sha256.Sum256([]byte(phrase))
 	return tron.PrivateKeyFromBytes(seed[:])
 }
 
@@ -96,6 +99,7 @@ func run(log *slog.Logger) error {
 
 	// The simulator stands in for java-tron; the stages reach it over HTTP like a real node.
 	pool0 := devPoolKey()
+	providerKey := devKey("rental devstack simulated provider (dev only)")
 	sim, err := tronsim.New(tronsim.Options{
 		Network:       cfg.Network,
 		BlockInterval: cfg.SimBlockInterval,
@@ -104,6 +108,11 @@ func run(log *slog.Logger) error {
 			Address:        pool0.Address(),
 			BalanceSun:     1_000_000 * 1_000_000,
 			StakeEnergySun: 50_000_000 * 1_000_000,
+		}, {
+			Address:           providerKey.Address(),
+			BalanceSun:        1_000 * 1_000_000,
+			StakeEnergySun:    20_000_000 * 1_000_000,
+			StakeBandwidthSun: 1_000_000 * 1_000_000,
 		}},
 		Logger: log,
 	})
@@ -114,7 +123,8 @@ func run(log *slog.Logger) error {
 	defer sim.Close()
 	cfg.TronNodeURL = "http://" + cfg.SimAddr
 	cfg.USDTContract = sim.USDTContract()
-	if len(cfg.PoolAddresses) == 0 {
+	if len(cfg.PoolKeys) == 0 {
+		cfg.PoolKeys = []tron.PrivateKey{pool0}
 		cfg.PoolAddresses = []tron.Address{pool0.Address()}
 	}
 	if len(cfg.Auth.MasterKey) == 0 {
@@ -132,11 +142,14 @@ func run(log *slog.Logger) error {
 	if cfg.ChainStartBlock < 0 {
 		cfg.ChainStartBlock = 0 // the simulated chain is short: follow it from genesis
 	}
+	cfg.Webhook.AllowLoopback = true // webhook receivers in development run on this machine
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return broker.Run(gctx) })
 	g.Go(func() error { return sim.Serve(gctx, cfg.SimAddr) })
-	provider := supply.NewProviderServer("simmarket", supply.DefaultOffers(cfg.Network))
+	// The simulated provider sells and delivers from its own stake on the simulator.
+	provider := supply.NewProviderServer("simmarket", supply.DefaultOffers(cfg.Network)).WithChain(supply.ProviderChain{
+		Node: tron.NewClient(cfg.TronNodeURL), Key: providerKey, LockCap: cfg.Network.MaxLockPeriodBlocks()})
 	g.Go(func() error { return provider.Serve(gctx, cfg.Pricing.ProviderSimAddr, stage("provider")) })
 
 	producer, err := stages.KafkaProducer(gctx, cfg)
@@ -164,6 +177,29 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	deliverer, err := stages.WebhookDeliverer(cfg, pool, log, reg)
+	if err != nil {
+		return err
+	}
+	g.Go(func() error { return deliverer.Run(gctx) })
+	credit, err := stages.Crediting(cfg, pool, log, reg) // deposits -> ledger (docs/ledger.md)
+	if err != nil {
+		return err
+	}
+	g.Go(func() error { return credit.Run(gctx) })
+	if cfg.Ledger.Treasury != "" && cfg.Ledger.SweepPoolKey == "" {
+		cfg.Ledger.SweepPoolKey = pool0.Hex() // the dev pool lends energy for USDT sweeps
+	}
+	if sweeper, err := stages.Sweeper(cfg, pool, log, reg); err != nil {
+		return err
+	} else if sweeper != nil {
+		g.Go(func() error { return sweeper.Run(gctx) })
+	}
+	processor, err := stages.Processor(cfg, pool, log, reg)
+	if err != nil {
+		return err
+	}
+	g.Go(func() error { return processor.Run(gctx) })
 	g.Go(func() error { return prices.Run(gctx) })
 	g.Go(func() error { return relay.Run(gctx) })
 	g.Go(func() error { return follower.Run(gctx) })

@@ -1,0 +1,508 @@
+// Package webhooks is the delivery consumer: it reads the customer event topics and POSTs
+// each event, signed, to the account's webhook endpoint, retrying on the spec's schedule
+// through one delay topic per step, failing over from the primary to the backup endpoint
+// and dead-lettering what no endpoint took. docs/webhooks.md describes the contract.
+//
+// State lives in Postgres (infra/webhooks): a delivery that did not succeed at its first
+// attempt sits in the queue table until it is delivered or dead, and the retry topics carry
+// only wake-ups naming the attempt that is due. Every step writes Kafka before it commits
+// the Postgres state that expects it, and commits the Kafka offset that caused it last, so
+// a crash at any point leads to the step being redone (a duplicate send, which receivers
+// dedupe by event id) and never to a delivery that nobody drives.
+//
+// Ordering: the events of one order are delivered one at a time in the order they were
+// read (the order topic is keyed by order id, so that is the order they happened). An
+// event whose order has an earlier event still being retried waits in the queue behind it
+// and is sent when that one is delivered or dead; a dead event does not hold the order's
+// later events back for more than its schedule. Events of other topics are not ordered by
+// the spec and never wait for each other.
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"rental/infra/kafka"
+	"rental/infra/metrics"
+	"rental/infra/webhooks"
+	"rental/schemas/topics"
+)
+
+// Schedule is the spec's retry schedule: the delay before attempts 2 to 10.
+var Schedule = []time.Duration{
+	15 * time.Second, 30 * time.Second, 3 * time.Minute, 10 * time.Minute, 20 * time.Minute,
+	30 * time.Minute, time.Hour, 3 * time.Hour, 6 * time.Hour,
+}
+
+// ShortTierAttempts is the number of attempts per endpoint for events of 5m-tier orders.
+const ShortTierAttempts = 4
+
+// EventTopics are the topics deliveries are read from.
+var EventTopics = []topics.Topic{topics.OrderEvents, topics.AccountEvents, topics.SubscriptionEvents, topics.BatchEvents}
+
+// Options configure a Deliverer.
+type Options struct {
+	Brokers []string        // required
+	Store   *webhooks.Store // required
+	Policy  webhooks.Policy // targets allowed (WEBHOOK_ALLOW_LOOPBACK)
+	Brand   string          // User-Agent <brand>-webhook/1; required
+	Group   string          // consumer group; default "webhooks" (the retry consumer adds ".retry")
+	// Delays are the waits before attempts 2..len+1 (WEBHOOK_RETRY_DELAYS; tests compress
+	// them). Default Schedule; at most len(topics.WebhookRetry) steps.
+	Delays []time.Duration
+	// MaxConnsPerHost bounds connections to one endpoint (default 64).
+	MaxConnsPerHost int
+	Logger          *slog.Logger
+	Registerer      prometheus.Registerer
+	// ClientOpts are appended to every Kafka client's options (tests shorten timeouts).
+	ClientOpts []kgo.Opt
+	Now        func() time.Time
+}
+
+// Deliverer is the delivery consumer. Run it; it scales by adding replicas (one consumer
+// group for the event topics, one for the retry topics).
+type Deliverer struct {
+	o      Options
+	log    *slog.Logger
+	store  *webhooks.Store
+	sender *webhooks.Sender
+	prod   *kgo.Client
+	main   *kafka.Runner
+	retry  *delayConsumer
+
+	attempts   *prometheus.CounterVec
+	latency    prometheus.Histogram
+	firstDelay prometheus.Histogram
+}
+
+// lease bounds one attempt: the 10 s delivery bound plus room for the database writes.
+const lease = webhooks.Timeout + 20*time.Second
+
+// New validates the options.
+func New(o Options) (*Deliverer, error) {
+	if len(o.Brokers) == 0 || o.Store == nil || o.Brand == "" {
+		return nil, errors.New("webhooks: Brokers, Store and Brand are required")
+	}
+	if o.Delays == nil {
+		o.Delays = Schedule
+	}
+	if len(o.Delays) > len(topics.WebhookRetry) {
+		return nil, fmt.Errorf("webhooks: %d retry delays, at most %d (one topic per step)", len(o.Delays), len(topics.WebhookRetry))
+	}
+	if o.Group == "" {
+		o.Group = "webhooks"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	// A replica that dies without leaving the group holds its partitions until its session
+	// times out; deliveries wait that long. 10 s instead of franz-go's 45 s (options given
+	// by the caller still win).
+	o.ClientOpts = append([]kgo.Opt{kgo.SessionTimeout(10 * time.Second)}, o.ClientOpts...)
+	d := &Deliverer{o: o, log: o.Logger.With("stage", "webhooks"), store: o.Store}
+	d.sender = &webhooks.Sender{Client: o.Policy.Client(o.MaxConnsPerHost), UserAgent: webhooks.UserAgent(o.Brand), Now: o.Now}
+	d.attempts = metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rental_webhook_attempts_total",
+		Help: "Webhook delivery attempts by outcome (succeeded, failed) and what followed (done, retry, failover, dead).",
+	}, []string{"status", "next"}))
+	d.latency = metrics.Register(o.Registerer, prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "rental_webhook_attempt_seconds",
+		Help:    "Duration of one webhook POST, answer included.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+	}))
+	d.firstDelay = metrics.Register(o.Registerer, prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "rental_webhook_first_attempt_delay_seconds",
+		Help:    "From an event's created_at to the start of its first delivery attempt.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+	}))
+	names := make([]string, len(EventTopics))
+	for i, t := range EventTopics {
+		names[i] = t.Name
+	}
+	var err error
+	d.main, err = kafka.NewRunner(kafka.RunnerOptions{
+		Brokers: o.Brokers, Group: o.Group, Topics: names, Handler: d.handleEvent,
+		Logger: o.Logger, Registerer: o.Registerer, ClientOpts: o.ClientOpts,
+	})
+	if err != nil {
+		return nil, err
+	}
+	retryNames := make([]string, len(o.Delays))
+	for i := range o.Delays {
+		retryNames[i] = topics.WebhookRetry[i].Name
+	}
+	d.retry = &delayConsumer{
+		brokers: o.Brokers, group: o.Group + ".retry", topics: retryNames,
+		due: wakeupDue, handle: d.handleWakeup, now: o.Now, log: d.log, extra: o.ClientOpts,
+		commitEvery: time.Second, retryMin: 100 * time.Millisecond, retryMax: 5 * time.Second, buffer: 64,
+	}
+	return d, nil
+}
+
+// Run consumes until ctx ends.
+func (d *Deliverer) Run(ctx context.Context) error {
+	prod, err := kafka.NewClient(d.o.Brokers, d.o.ClientOpts...)
+	if err != nil {
+		return err
+	}
+	defer prod.Close()
+	d.prod = prod
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 2)
+	go func() { errc <- d.main.Run(ctx) }()
+	go func() { errc <- d.retry.Run(ctx) }()
+	d.log.Info("webhook deliverer up", "retry_steps", len(d.o.Delays))
+	err = <-errc
+	cancel()
+	if err2 := <-errc; err == nil {
+		err = err2
+	}
+	return err
+}
+
+// envelope is the part of an event the deliverer reads; the body is sent unchanged.
+type envelope struct {
+	Event        string `json:"event"`
+	EventID      string `json:"event_id"`
+	EventVersion int    `json:"event_version"`
+	CreatedAt    string `json:"created_at"`
+	AccountID    string `json:"account_id"`
+	Test         bool   `json:"test"`
+	Data         struct {
+		Tier string `json:"tier"`
+	} `json:"data"`
+}
+
+// handleEvent is the handler of the event topics.
+func (d *Deliverer) handleEvent(ctx context.Context, rec *kgo.Record) error {
+	var env envelope
+	if err := json.Unmarshal(rec.Value, &env); err != nil || env.EventID == "" || env.AccountID == "" || env.Event == "" {
+		// It can never be delivered; keep it where an operator finds it, then move on.
+		d.log.Error("event without a readable envelope dead-lettered", "topic", rec.Topic, "offset", rec.Offset, "err", err)
+		return d.deadLetter(ctx, string(rec.Key), rec.Value, map[string]string{"reason": "malformed_envelope", "topic": rec.Topic})
+	}
+	okey := env.EventID // events outside orders are not ordered among themselves
+	maxAttempts := len(d.o.Delays) + 1
+	isOrder := rec.Topic == topics.OrderEvents.Name
+	if isOrder {
+		okey = "order:" + string(rec.Key)
+	}
+	targets, queued, err := d.store.Prepare(ctx, env.AccountID, okey)
+	if err != nil {
+		return err
+	}
+	role := firstRole(targets, env.Event)
+	if role == "" {
+		return nil // no endpoint wants it
+	}
+	if isOrder {
+		tier := env.Data.Tier
+		if tier == "" {
+			if tier, err = d.store.OrderTier(ctx, string(rec.Key)); err != nil {
+				return err
+			}
+		}
+		if tier == "5m" {
+			maxAttempts = min(maxAttempts, ShortTierAttempts)
+		}
+	}
+	it := webhooks.Item{AccountID: env.AccountID, OKey: okey, EventID: env.EventID, EventType: env.Event,
+		Body: rec.Value, MaxAttempts: maxAttempts, Role: role}
+	if queued {
+		if err := d.store.Enqueue(ctx, it); err != nil {
+			return err
+		}
+		return d.drive(ctx, env.AccountID, okey, nil)
+	}
+	// Fast path: nothing of this key is waiting, so the first attempt goes out now without
+	// touching the queue; only a failure puts the delivery there.
+	if t, err := time.Parse(time.RFC3339Nano, env.CreatedAt); err == nil {
+		d.firstDelay.Observe(d.o.Now().Sub(t).Seconds())
+	}
+	sent := d.sender.Send(ctx, targets[role], message(it), 1)
+	if ctx.Err() != nil {
+		return ctx.Err() // shutting down: the record is read again
+	}
+	if sent.OK() {
+		a := d.attempt(it, targets[role], role, 1, sent, "done", nil)
+		return d.store.Record(ctx, a)
+	}
+	if err := d.store.Enqueue(ctx, it); err != nil {
+		return err
+	}
+	claimed, res, err := d.store.Claim(ctx, it.EventID, role, 1, lease)
+	if err != nil {
+		return err
+	}
+	if res != webhooks.Claimed {
+		return d.drive(ctx, env.AccountID, okey, nil)
+	}
+	next, err := d.outcome(ctx, claimed, targets, role, 1, sent)
+	if err != nil {
+		return err
+	}
+	return d.drive(ctx, env.AccountID, okey, next)
+}
+
+// usable reports whether t may receive eventType now.
+func usable(t webhooks.Target, ok bool, eventType string) bool {
+	return ok && t.IsActive && t.Wants(eventType)
+}
+
+// firstRole is the role a new delivery starts on: the primary, or the backup when the
+// primary is missing, inactive or not subscribed.
+func firstRole(targets map[string]webhooks.Target, eventType string) string {
+	for _, r := range []string{webhooks.RolePrimary, webhooks.RoleBackup} {
+		t, ok := targets[r]
+		if usable(t, ok, eventType) {
+			return r
+		}
+	}
+	return ""
+}
+
+func message(it webhooks.Item) webhooks.Message {
+	var env envelope
+	_ = json.Unmarshal(it.Body, &env)
+	v := env.EventVersion
+	if v == 0 {
+		v = 1
+	}
+	return webhooks.Message{EventID: it.EventID, EventType: it.EventType, EventVersion: v, Body: it.Body}
+}
+
+// step names an attempt to make: attempt N of EventID on Role.
+type step struct {
+	EventID string `json:"event_id"`
+	Role    string `json:"role"`
+	N       int    `json:"attempt"`
+}
+
+var (
+	errBusy   = errors.New("webhooks: attempt in progress elsewhere")
+	errBehind = errors.New("webhooks: wake-up ahead of its delivery's committed state")
+)
+
+// drive makes the attempts that are due now for the key: the given step first (if any),
+// then, whenever a delivery finishes, the next delivery of the key. It returns when the
+// key is empty or its head waits for a wake-up.
+func (d *Deliverer) drive(ctx context.Context, accountID, okey string, s *step) error {
+	lastStale := ""
+	for {
+		if s == nil {
+			head, ok, err := d.store.Head(ctx, accountID, okey)
+			if err != nil || !ok || head.Attempt > 0 || head.EventID == lastStale {
+				return err // nothing, or a delivery whose wake-up is on its way
+			}
+			s = &step{EventID: head.EventID, Role: head.Role, N: 1}
+		}
+		it, res, err := d.store.Claim(ctx, s.EventID, s.Role, s.N, lease)
+		if err != nil {
+			return err
+		}
+		switch res {
+		case webhooks.Stale:
+			lastStale, s = s.EventID, nil
+			continue
+		case webhooks.Busy:
+			return errBusy
+		case webhooks.Behind:
+			return errBehind
+		}
+		targets, err := d.store.Targets(ctx, d.store.Pool(), accountID)
+		if err != nil {
+			return err
+		}
+		t, ok := targets[s.Role]
+		var sent webhooks.Sent
+		if usable(t, ok, it.EventType) {
+			sent = d.sender.Send(ctx, t, message(it), s.N)
+			if ctx.Err() != nil {
+				d.release(it.EventID, s.N)
+				return ctx.Err()
+			}
+		} else {
+			sent = webhooks.Sent{Err: errors.New("no active endpoint subscribed to this event holds role " + s.Role)}
+		}
+		if s, err = d.outcome(ctx, it, targets, s.Role, s.N, sent); err != nil {
+			return err
+		}
+		lastStale = ""
+		if s == nil {
+			// Delivered, dead, or waiting for a wake-up: the head check decides.
+			continue
+		}
+	}
+}
+
+// release gives up an attempt abandoned at shutdown, so the replica that takes over does
+// not wait for its lease to expire.
+func (d *Deliverer) release(eventID string, n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := d.store.Release(ctx, eventID, n); err != nil {
+		d.log.Warn("releasing an abandoned attempt failed; its lease runs out by itself", "event_id", eventID, "err", err)
+	}
+}
+
+// outcome records attempt n of it on role and decides what follows. It returns the step
+// to make at once (the first attempt on the backup after a failover), or nil.
+func (d *Deliverer) outcome(ctx context.Context, it webhooks.Item, targets map[string]webhooks.Target, role string, n int, sent webhooks.Sent) (*step, error) {
+	t, ok := targets[role]
+	sendable := usable(t, ok, it.EventType)
+	switch {
+	case sent.OK():
+		return nil, d.store.Finish(ctx, d.attempt(it, t, role, n, sent, "done", nil))
+	case sendable && n < it.MaxAttempts:
+		due := d.o.Now().Add(d.o.Delays[n-1])
+		// The wake-up first: the state that expects it is committed only once it exists.
+		w := wakeup{step: step{EventID: it.EventID, Role: role, N: n + 1}, AccountID: it.AccountID, OKey: it.OKey, DueMS: due.UnixMilli()}
+		if err := d.produce(ctx, topics.WebhookRetry[n-1], it.OKey, w.value(), w.headers()); err != nil {
+			return nil, err
+		}
+		return nil, d.store.Retry(ctx, d.attempt(it, t, role, n, sent, "retry", &due), due)
+	case role == webhooks.RolePrimary && usable(targets[webhooks.RoleBackup], hasRole(targets, webhooks.RoleBackup), it.EventType):
+		if err := d.store.Failover(ctx, d.attempt(it, t, role, n, sent, "failover", nil), webhooks.RoleBackup); err != nil {
+			return nil, err
+		}
+		return &step{EventID: it.EventID, Role: webhooks.RoleBackup, N: 1}, nil
+	default:
+		if err := d.deadLetter(ctx, it.OKey, it.Body, map[string]string{
+			"event_id": it.EventID, "account_id": it.AccountID, "role": role, "attempts": strconv.Itoa(n), "reason": "exhausted",
+		}); err != nil {
+			return nil, err
+		}
+		return nil, d.store.Finish(ctx, d.attempt(it, t, role, n, sent, "dead", nil))
+	}
+}
+
+func hasRole(targets map[string]webhooks.Target, role string) bool {
+	_, ok := targets[role]
+	return ok
+}
+
+// attempt builds the history row of an attempt and counts it.
+func (d *Deliverer) attempt(it webhooks.Item, t webhooks.Target, role string, n int, sent webhooks.Sent, next string, due *time.Time) webhooks.Attempt {
+	status := "failed"
+	if sent.OK() {
+		status = "succeeded"
+	}
+	d.attempts.WithLabelValues(status, next).Inc()
+	if sent.DeliveryID != "" {
+		d.latency.Observe(sent.Latency.Seconds())
+	}
+	a := webhooks.Attempt{
+		DeliveryID: sent.DeliveryID, EndpointID: t.ID, AccountID: it.AccountID, EventID: it.EventID,
+		EventType: it.EventType, Role: role, Number: n, Succeeded: sent.OK(), Latency: sent.Latency,
+		Next: next, NextAttemptAt: due,
+	}
+	if sent.DeliveryID == "" {
+		a.EndpointID = "" // nothing was sent: no history row
+	}
+	if sent.Status != 0 {
+		st := sent.Status
+		a.HTTPStatus = &st
+	}
+	if sent.Err != nil {
+		msg := errorText(sent.Err)
+		a.Error = &msg
+	} else if !sent.OK() {
+		msg := "non-2xx answer"
+		a.Error = &msg
+	}
+	if !sent.OK() {
+		d.log.Debug("webhook attempt failed", "event_id", it.EventID, "role", role, "attempt", n,
+			"status", sent.Status, "next", next, "err", *a.Error)
+	}
+	return a
+}
+
+// errorText is what the history says about a failed attempt: the kind of failure, not
+// the raw error (which may quote internal addresses).
+func errorText(err error) string {
+	switch {
+	case webhooks.IsBlocked(err):
+		return "target address not allowed"
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		return "timeout after 10 s"
+	}
+	return "connection failed"
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+func (d *Deliverer) deadLetter(ctx context.Context, key string, value []byte, headers map[string]string) error {
+	if key == "" {
+		key = "unkeyed"
+	}
+	return d.produce(ctx, topics.WebhookDead, key, value, headers)
+}
+
+// produce writes one record and waits for the broker's acknowledgement.
+func (d *Deliverer) produce(ctx context.Context, t topics.Topic, key string, value []byte, headers map[string]string) error {
+	r := &kgo.Record{Topic: t.Name, Key: []byte(key), Value: value}
+	for k, v := range headers {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
+	}
+	if err := d.prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+		return fmt.Errorf("webhooks: produce to %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+// wakeup is a retry record: attempt N of a delivery is due at DueMS.
+type wakeup struct {
+	step
+	AccountID string `json:"account_id"`
+	OKey      string `json:"okey"`
+	DueMS     int64  `json:"due_ms"`
+}
+
+const headerDue = "due_ms"
+
+func (w wakeup) value() []byte {
+	b, _ := json.Marshal(w)
+	return b
+}
+
+func (w wakeup) headers() map[string]string {
+	return map[string]string{headerDue: strconv.FormatInt(w.DueMS, 10), "event_id": w.EventID}
+}
+
+// wakeupDue reads a retry record's due time; an unreadable one is due at once (and then
+// refused by its handler).
+func wakeupDue(r *kgo.Record) time.Time {
+	for _, h := range r.Headers {
+		if h.Key == headerDue {
+			if ms, err := strconv.ParseInt(string(h.Value), 10, 64); err == nil {
+				return time.UnixMilli(ms)
+			}
+		}
+	}
+	return time.Time{}
+}
+
+// handleWakeup is the handler of the retry topics: the attempt is due.
+func (d *Deliverer) handleWakeup(ctx context.Context, r *kgo.Record) error {
+	var w wakeup
+	if err := json.Unmarshal(r.Value, &w); err != nil || w.EventID == "" || w.AccountID == "" {
+		d.log.Error("unreadable retry record skipped", "topic", r.Topic, "offset", r.Offset, "err", err)
+		return nil
+	}
+	return d.drive(ctx, w.AccountID, w.OKey, &w.step)
+}

@@ -1,0 +1,820 @@
+package edge
+
+// Order endpoints (rental-api-v1 "Orders", "Idempotency", "Errors"; docs/orders.md "API"):
+//
+//	POST /v1/orders               key (orders.write): price, charge and store an order
+//	GET  /v1/orders               key (orders.read): the account's orders, newest first
+//	GET  /v1/orders/{id}          key (orders.read)
+//	POST /v1/orders/{id}/reclaim  key (orders.write): ask for an early return
+//
+// Creation is synchronous and happens in ONE Postgres transaction: the client_order_id
+// idempotency record, the ledger hold of the total, the order row with its processing
+// intent (outbox), the account's order totals, and the stored response. Either all of it
+// commits or none does, so every refusal, a 503 included, stores and charges nothing, and
+// a verbatim retry with the same client_order_id is always safe.
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/valyala/fasthttp"
+
+	"rental/infra/idempotency"
+	"rental/infra/ledger"
+	"rental/infra/orderstore"
+	"rental/infra/quotes"
+	"rental/infra/tron"
+	"rental/processors/orders"
+	"rental/processors/pricing"
+	"rental/schemas/apierr"
+	"rental/schemas/events"
+	"rental/schemas/network"
+)
+
+// Defaults of OrdersOptions.
+const (
+	DefaultMaxInFlightOrders = 100
+	DefaultMaxOrderEnergy    = 10_000_000
+	DefaultOrderLockWait     = 3 * time.Second
+	// DefaultOrdersPageSize and MaxOrdersPageSize bound GET /v1/orders?limit=.
+	DefaultOrdersPageSize = 50
+	MaxOrdersPageSize     = orderstore.MaxListLimit
+	// MaxClientOrderIDLen is the longest client_order_id accepted.
+	MaxClientOrderIDLen = 128
+)
+
+// OrdersOptions are the order module's dependencies and limits (infra/config Orders).
+type OrdersOptions struct {
+	Network     network.Network    // required
+	Pricing     *Pricing           // required: prices from the snapshot, receiver activation
+	Ledger      *ledger.Ledger     // required: holds and totals; its pool runs the transactions
+	Idempotency *idempotency.Store // required: client_order_id and Idempotency-Key records
+	// OwnAddresses are refused as receivers with 3003 besides every deposit address and
+	// stake pool in the database: POOL_ADDRESSES and TREASURY_ADDRESS.
+	OwnAddresses []tron.Address
+	// MaxInFlight is the 1101 limit: orders of one account still waiting for delivery.
+	MaxInFlight int
+	// MaxOrderEnergy is the account limit max_order_energy (2008 above it).
+	MaxOrderEnergy int64
+	// ReceiverMaxEnergy is the 5005 ceiling: energy one receiver may hold from this
+	// service's live orders, every account together. 0 means no ceiling.
+	ReceiverMaxEnergy int64
+	// ForbidProviderSpill restricts orders to the own pools: an order they cannot fill is
+	// 5007 instead of being filled from market providers or the deep reserve.
+	ForbidProviderSpill bool
+	// MarketProviders is how many market providers the pricer is configured with: when
+	// there are some but the book holds no market level, they all failed (the pricer drops
+	// a source after SUPPLY_MAX_STALE), and an order own stock cannot fill is 5004.
+	MarketProviders int
+	// LockWait bounds how long a creation waits for a concurrent creation of the same
+	// account (or receiver) before answering 4004 ledger_conflict (default 3 s).
+	LockWait time.Duration
+	Logger   *slog.Logger     // default: discard
+	Now      func() time.Time // default: the pricing module's clock (quotes are stamped with it)
+}
+
+// Orders is the module serving the order endpoints.
+type Orders struct {
+	o       OrdersOptions
+	log     *slog.Logger
+	own     map[tron.Address]bool
+	reclaim HandlerFunc // POST /v1/orders/{id}/reclaim behind the Idempotency-Key handling
+}
+
+// NewOrders checks the options.
+func NewOrders(o OrdersOptions) (*Orders, error) {
+	if o.Pricing == nil || o.Ledger == nil || o.Idempotency == nil {
+		return nil, errors.New("edge: orders: Pricing, Ledger and Idempotency are required")
+	}
+	if _, err := network.Parse(string(o.Network)); err != nil {
+		return nil, errors.New("edge: orders: " + err.Error())
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = DefaultMaxInFlightOrders
+	}
+	if o.MaxOrderEnergy <= 0 {
+		o.MaxOrderEnergy = DefaultMaxOrderEnergy
+	}
+	if o.ReceiverMaxEnergy < 0 {
+		o.ReceiverMaxEnergy = 0
+	}
+	if o.LockWait <= 0 {
+		o.LockWait = DefaultOrderLockWait
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = o.Pricing.o.Now
+	}
+	m := &Orders{o: o, log: o.Logger.With("module", "orders"), own: map[tron.Address]bool{}}
+	for _, a := range o.OwnAddresses {
+		if !a.IsZero() {
+			m.own[a] = true
+		}
+	}
+	m.reclaim = idempotentOn(o.Idempotency, m.reclaimOrder)
+	return m, nil
+}
+
+// Handlers implements Module.
+func (m *Orders) Handlers() map[string]HandlerFunc {
+	return map[string]HandlerFunc{
+		"POST /v1/orders":              m.createOrder,
+		"GET /v1/orders":               m.listOrders,
+		"GET /v1/orders/{id}":          m.getOrder,
+		"POST /v1/orders/{id}/reclaim": m.reclaim,
+	}
+}
+
+// ---- POST /v1/orders: the request ----
+
+// orderBody is the body of POST /v1/orders. Pointers tell absent (or null) from zero.
+type orderBody struct {
+	ClientOrderID *string `json:"client_order_id"`
+	Resource      *string `json:"resource"`
+	Amount        *int64  `json:"amount"`
+	Tier          *string `json:"tier"`
+	Receiver      *string `json:"receiver"`
+	Activate      *bool   `json:"activate"`
+	QuoteID       *string `json:"quote_id"`
+	MaxPriceSun   *int64  `json:"max_price_sun"`
+}
+
+// orderRequest is a syntactically valid order. resource, amount and tier may be unset
+// ("", 0, "") only with a quote, which then supplies them.
+type orderRequest struct {
+	clientOrderID string
+	resource      pricing.Resource
+	amount        int64
+	tier          pricing.Tier
+	receiver      tron.Address
+	activate      bool
+	quoteID       string
+	maxPriceSun   *int64
+}
+
+// hash fingerprints the order for the idempotency record: the parsed fields with the
+// defaults applied, so key order, whitespace and an explicit default (activate false) do
+// not make a retry "different", while any change of what is ordered does (3010).
+func (r orderRequest) hash() []byte {
+	var maxPrice string
+	if r.maxPriceSun != nil {
+		maxPrice = strconv.FormatInt(*r.maxPriceSun, 10)
+	}
+	return idempotency.Hash([]byte("POST /v1/orders v1"), []byte(r.clientOrderID), []byte(r.resource),
+		[]byte(strconv.FormatInt(r.amount, 10)), []byte(r.tier), r.receiver[:], []byte(strconv.FormatBool(r.activate)),
+		[]byte(r.quoteID), []byte(maxPrice))
+}
+
+// validClientOrderID: 1 to 128 printable ASCII characters without spaces. The id is an
+// idempotency key and a list filter, so it must survive logs and query strings unchanged.
+func validClientOrderID(s string) bool {
+	if len(s) == 0 || len(s) > MaxClientOrderIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// parseOrderBody checks everything that needs no database, price or chain: a body that
+// fails here fails identically on every retry, so answering before the idempotency claim
+// changes nothing for a client.
+func parseOrderBody(rc *fasthttp.RequestCtx) (orderRequest, error) {
+	var b orderBody
+	if err := DecodeJSON(rc, &b); err != nil {
+		return orderRequest{}, err
+	}
+	var r orderRequest
+	var err error
+	switch {
+	case b.ClientOrderID == nil:
+		return r, Invalid("client_order_id", "required", "client_order_id is required: it makes a retry of the same order safe")
+	case !validClientOrderID(*b.ClientOrderID):
+		return r, Invalid("client_order_id", "format", "client_order_id must be 1 to 128 printable ASCII characters without spaces").
+			With("max_length", MaxClientOrderIDLen)
+	}
+	r.clientOrderID = *b.ClientOrderID
+	if b.QuoteID != nil {
+		if !quotes.ValidID(*b.QuoteID) {
+			return r, Invalid("quote_id", "format", "quote_id is not a quote id (q_ and 24 hex characters)")
+		}
+		r.quoteID = *b.QuoteID
+	}
+	withQuote := r.quoteID != ""
+	if b.Resource != nil {
+		if r.resource, err = parseResource(*b.Resource); err != nil {
+			return r, err
+		}
+	} else if !withQuote {
+		return r, Invalid("resource", "required", "resource is required (or a quote_id)")
+	}
+	// Activation takes neither amount nor tier (they do not apply); like the quote and
+	// estimate endpoints, it ignores them rather than refuse a generic client's defaults.
+	if r.resource != pricing.Activation {
+		if b.Tier != nil {
+			if r.tier, err = parseTier(*b.Tier); err != nil {
+				return r, err
+			}
+		} else if !withQuote {
+			return r, Invalid("tier", "required", "tier is required for energy and bandwidth")
+		}
+		if b.Amount != nil {
+			r.amount = *b.Amount
+		} else if !withQuote {
+			return r, Invalid("amount", "required", "amount is required for energy and bandwidth")
+		}
+	}
+	if b.Receiver == nil {
+		return r, Invalid("receiver", "required", "receiver is required")
+	}
+	if r.receiver, err = parseReceiver(*b.Receiver); err != nil {
+		return r, err
+	}
+	if b.Activate != nil {
+		r.activate = *b.Activate
+	}
+	if b.MaxPriceSun != nil {
+		if *b.MaxPriceSun < 0 {
+			return r, Invalid("max_price_sun", "min", "max_price_sun must not be negative").With("min", 0)
+		}
+		v := *b.MaxPriceSun
+		r.maxPriceSun = &v
+	}
+	return r, nil
+}
+
+// ---- POST /v1/orders: the transaction ----
+
+func (m *Orders) createOrder(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	p := PrincipalFrom(rc)
+	if p == nil || p.AccountID == "" {
+		return apierr.MissingCredentials.New("this endpoint needs a signed request")
+	}
+	req, err := parseOrderBody(rc)
+	if err != nil {
+		return err
+	}
+	key := idempotency.Key{AccountID: p.AccountID, Namespace: idempotency.NamespaceOrder, Key: req.clientOrderID}
+	var (
+		body     []byte
+		replayed bool
+	)
+	err = m.inTx(ctx, func(tx pgx.Tx) error {
+		c, err := m.o.Idempotency.ClaimTx(ctx, tx, key, req.hash())
+		if err != nil {
+			return err
+		}
+		if c.Replay != nil {
+			body, replayed = c.Replay.Body, true
+			return nil
+		}
+		// create bounds the waits left (the account's row, a receiver's ceiling lock) to
+		// LockWait in its first statement; a longer wait is answered 4004.
+		rec, err := m.create(ctx, tx, p.AccountID, req)
+		if err != nil {
+			return err
+		}
+		if body, err = json.Marshal(rec); err != nil {
+			return err
+		}
+		return m.o.Idempotency.CompleteTx(ctx, tx, key,
+			idempotency.Response{Status: fasthttp.StatusCreated, Body: body, ObjectID: rec.ID})
+	})
+	if err != nil {
+		return err
+	}
+	rc.Response.Header.SetContentType(contentTypeJSON)
+	if replayed {
+		// The spec: a repeat returns the original order with HTTP 200 and charges nothing.
+		rc.Response.Header.Set("Idempotent-Replayed", "true")
+		rc.SetStatusCode(fasthttp.StatusOK)
+	} else {
+		rc.SetStatusCode(fasthttp.StatusCreated)
+	}
+	rc.SetBody(body)
+	return nil
+}
+
+// inTx runs fn in a transaction of the ledger's pool. Serialisation failures, deadlocks and
+// lock waits beyond LockWait between concurrent creations become 4004 ledger_conflict: the
+// transaction rolled back, nothing was charged, and a retry at once may pass.
+func (m *Orders) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	err := pgx.BeginFunc(ctx, m.o.Ledger.Pool(), fn)
+	var pe *pgconn.PgError
+	if err != nil && errors.As(err, &pe) && !isCatalogue(err) {
+		switch pe.Code {
+		case "40001", "40P01", "55P03":
+			return apierr.LedgerConflict.Wrap(err, "a concurrent order of this account collided with this one; nothing was charged, retry at once")
+		}
+	}
+	return err
+}
+
+func isCatalogue(err error) bool {
+	var e *apierr.Error
+	return errors.As(err, &e)
+}
+
+// create runs the checks that need the database, the price or the chain, in the order
+// docs/orders.md lists, then charges and stores the order. Every refusal returns before
+// anything is written, and the caller's rollback undoes the rest.
+func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req orderRequest) (orders.Record, error) {
+	if err := m.checkReceiverNotOurs(ctx, tx, req.receiver); err != nil {
+		return orders.Record{}, err
+	}
+	var q *quotes.Quote
+	if req.quoteID != "" {
+		qq, err := m.useQuote(ctx, tx, accountID, &req)
+		if err != nil {
+			return orders.Record{}, err
+		}
+		q = &qq
+	}
+	pr, err := m.price(ctx, req)
+	if err != nil {
+		return orders.Record{}, err
+	}
+	activated := pr.activated != nil && *pr.activated // price is binding: never nil here
+	n := orderstore.NewOrder{
+		ID: orderstore.NewID(), AccountID: accountID, Network: m.o.Network, ClientOrderID: req.clientOrderID,
+		Resource: orders.Resource(req.resource), Receiver: req.receiver.String(), Activate: req.activate,
+		CreatedAt: m.o.Now(),
+	}
+	if req.quoteID != "" {
+		qid := req.quoteID
+		n.QuoteID = &qid
+	}
+	n.MaxPriceSun = req.maxPriceSun
+	if req.resource == pricing.Activation {
+		if activated {
+			return orders.Record{}, Invalid("receiver", "already_activated", "the receiver is already activated; an activation order has nothing to do")
+		}
+		// One activation at the activation price (a quote's, when it locked one).
+		n.Amount, n.ActivationAmountSun = 1, pr.activateSun
+		if q != nil {
+			n.ActivationAmountSun = q.ActivateAmountSun
+		}
+		n.UnitPriceCenti = int64(pricing.SunToCentisun(n.ActivationAmountSun))
+	} else {
+		if !activated && !req.activate {
+			return orders.Record{}, apierr.ReceiverNotActivated.New("the receiver is not activated; order with activate = true (adds the activation fee) or activate it first").
+				WithField("receiver").With("activate_amount_sun", pr.activateSun)
+		}
+		tier, secs := string(req.tier), pricing.TierSeconds(req.tier)
+		n.Amount, n.Tier, n.DurationSeconds = req.amount, &tier, &secs
+		n.EnergyAmountSun, n.UnitPriceCenti = pr.quote.EnergyAmountSun, int64(pr.quote.UnitPriceSun)
+		n.ActivationAmountSun = pr.activateSun // 0 when the receiver is activated
+		if q != nil {
+			// The quote locks the price of the resource and, when it priced an activation
+			// for this receiver, of the activation too. Whether a fee is due follows the
+			// receiver's state now: an already activated receiver pays none.
+			n.EnergyAmountSun, n.UnitPriceCenti = q.EnergyAmountSun, q.UnitPriceCenti
+			if n.ActivationAmountSun > 0 && q.ActivateAmountSun > 0 {
+				n.ActivationAmountSun = q.ActivateAmountSun
+			}
+		}
+	}
+	total := n.Total()
+	if req.maxPriceSun != nil && total > *req.maxPriceSun {
+		return orders.Record{}, apierr.PriceAboveLimit.Newf("the total of %d SUN is above max_price_sun %d; nothing was charged", total, *req.maxPriceSun).
+			WithField("max_price_sun").With("total_amount_sun", total).With("max_price_sun", *req.maxPriceSun)
+	}
+	if req.resource == pricing.Energy && m.o.ReceiverMaxEnergy > 0 {
+		if err := m.checkReceiverCeiling(ctx, tx, req.receiver, req.amount); err != nil {
+			return orders.Record{}, err
+		}
+	}
+	// The hold's UPDATE of the account's ledger row serialises concurrent creations of the
+	// account from here to commit, so the in-flight count below is exact.
+	if err := m.o.Ledger.PlaceHold(ctx, tx, accountID, n.ID, total); err != nil {
+		return orders.Record{}, err
+	}
+	inFlight, err := orderstore.InFlight(ctx, tx, accountID)
+	if err != nil {
+		return orders.Record{}, err
+	}
+	if inFlight >= m.o.MaxInFlight {
+		return orders.Record{}, apierr.ConcurrencyLimited.Newf("%d orders of this account are still being delivered; the limit is %d", inFlight, m.o.MaxInFlight).
+			With("limit", m.o.MaxInFlight).With("in_flight", inFlight).WithRetryAfter(1)
+	}
+	row, err := orderstore.Insert(ctx, tx, n)
+	if err != nil {
+		return orders.Record{}, err
+	}
+	// orders_created counts the order now; energy_delegated is counted by the processor
+	// when the delegation is confirmed, with the amount actually delivered.
+	if err := m.o.Ledger.AddOrderTotals(ctx, tx, accountID, 1, 0); err != nil {
+		return orders.Record{}, err
+	}
+	return row.Record, nil
+}
+
+// checkReceiverNotOurs refuses the service's own addresses (3003): configured pools and
+// treasury, stake pools known to the database, and every deposit address, retired ones
+// included (a delegation to any of them would be resource the service gives itself).
+//
+// Its statement also sets the transaction's lock_timeout to LockWait (set_config with
+// is_local, the same as SET LOCAL, in the same round trip): the account's row (ledger hold)
+// and a receiver's ceiling lock come after it and are the only waits left; a wait beyond
+// LockWait is answered 4004 and the client retries at once. A configured address is
+// refused before any statement, and the transaction only rolls back then.
+func (m *Orders) checkReceiverNotOurs(ctx context.Context, tx pgx.Tx, a tron.Address) error {
+	ours := m.own[a]
+	if !ours {
+		s := a.String()
+		var lockTimeout string
+		if err := tx.QueryRow(ctx, `SELECT set_config('lock_timeout', $2, true),
+			EXISTS (SELECT 1 FROM deposit_addresses WHERE address = $1)
+			OR EXISTS (SELECT 1 FROM stake_pools WHERE address = $1)`,
+			s, strconv.FormatInt(m.o.LockWait.Milliseconds(), 10)).Scan(&lockTimeout, &ours); err != nil {
+			return err
+		}
+	}
+	if ours {
+		return apierr.ReceiverIsOurs.New("the receiver is an address of this service").WithField("receiver")
+	}
+	return nil
+}
+
+// useQuote reads the account's quote, refuses parameters contradicting it (2004, checked
+// before expiry: a new quote would not fix them) and an expired one (3005), and fills the
+// parameters the request left out from it.
+func (m *Orders) useQuote(ctx context.Context, tx pgx.Tx, accountID string, req *orderRequest) (quotes.Quote, error) {
+	q, err := quotes.GetTx(ctx, tx, accountID, req.quoteID)
+	if errors.Is(err, quotes.ErrNotFound) {
+		return q, Invalid("quote_id", "not_found", "no quote "+quote(req.quoteID)+" on this account")
+	}
+	if err != nil {
+		return q, err
+	}
+	var mismatched []string
+	if req.resource != "" && string(req.resource) != q.Resource {
+		mismatched = append(mismatched, "resource")
+	}
+	if q.Resource != string(pricing.Activation) && req.resource != pricing.Activation {
+		if req.amount != 0 && req.amount != q.Amount {
+			mismatched = append(mismatched, "amount")
+		}
+		if req.tier != "" && string(req.tier) != q.Tier {
+			mismatched = append(mismatched, "tier")
+		}
+	}
+	if q.Receiver != "" && q.Receiver != req.receiver.String() {
+		mismatched = append(mismatched, "receiver")
+	}
+	if len(mismatched) > 0 {
+		quoted := map[string]any{"resource": q.Resource, "amount": q.Amount, "tier": nilIfEmpty(q.Tier), "receiver": nilIfEmpty(q.Receiver)}
+		return q, apierr.QuoteMismatch.New("the order contradicts quote "+q.ID+" in "+strings.Join(mismatched, ", ")).
+			WithField(mismatched[0]).With("quote_id", q.ID).With("mismatched", mismatched).With("quote", quoted)
+	}
+	if !m.o.Pricing.o.Now().Before(q.ExpiresAt) {
+		return q, quotes.Expired(q)
+	}
+	req.resource = pricing.Resource(q.Resource)
+	if req.resource != pricing.Activation {
+		req.amount, req.tier = q.Amount, pricing.Tier(q.Tier)
+	}
+	return q, nil
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// price prices the order from the live snapshot (binding: an unknown activation state is
+// 5003). With a quote the price is the quote's, but stock is still checked here: a quote
+// locks the price, not the stock (5001). Supply errors are refined: 5007 when only spill
+// beyond the own pools could fill and spill is forbidden, 5004 when the providers that
+// should have covered the rest offer nothing at all.
+func (m *Orders) price(ctx context.Context, req orderRequest) (priced, error) {
+	amount := req.amount
+	if req.resource == pricing.Activation {
+		amount = 1
+	}
+	r := req.receiver
+	pr, err := m.o.Pricing.price(ctx, priceRequest{resource: req.resource, tier: req.tier, amount: amount, receiver: &r}, true)
+	if req.resource == pricing.Activation {
+		return pr, err
+	}
+	e := apierr.As(err)
+	switch {
+	case err == nil:
+	case e.Code == apierr.AmountOutOfRange:
+		if mx, ok := e.Details["max_amount"].(int64); ok && req.resource == pricing.Energy && mx > m.o.MaxOrderEnergy {
+			e.With("max_amount", m.o.MaxOrderEnergy)
+		}
+		return pr, e
+	case e.Code == apierr.InsufficientSupply:
+		if err := m.limitError(req); err != nil {
+			return pr, err
+		}
+		return pr, m.supplyError(req, e)
+	default:
+		return pr, err
+	}
+	if err := m.limitError(req); err != nil {
+		return pr, err
+	}
+	if m.o.ForbidProviderSpill {
+		for _, f := range pr.quote.Walk.Fills {
+			if f.Class != pricing.ClassInstant {
+				return pr, m.supplyError(req, nil)
+			}
+		}
+	}
+	return pr, nil
+}
+
+// limitError is 2008 for an energy order above the account limit max_order_energy.
+func (m *Orders) limitError(req orderRequest) error {
+	if req.resource != pricing.Energy || req.amount <= m.o.MaxOrderEnergy {
+		return nil
+	}
+	s, err := m.o.Pricing.snapshot()
+	if err != nil {
+		return err
+	}
+	rule := s.Rules[pricing.BookKey{Resource: req.resource, Tier: req.tier}]
+	return apierr.AmountOutOfRange.Newf("amount %d is above this account's max_order_energy %d", req.amount, m.o.MaxOrderEnergy).
+		WithField("amount").With("min_amount", rule.MinAmount).With("max_amount", min(rule.MaxAmount, m.o.MaxOrderEnergy)).
+		With("limit", "max_order_energy")
+}
+
+// supplyError says why the book cannot fill the order. short is the snapshot's 5001 (nil
+// when the book could fill it only by spilling beyond the own pools).
+func (m *Orders) supplyError(req orderRequest, short *apierr.Error) error {
+	s, err := m.o.Pricing.snapshot()
+	if err != nil {
+		return err
+	}
+	var own, market int64
+	for _, l := range s.Books[pricing.BookKey{Resource: req.resource, Tier: req.tier}].Levels {
+		switch l.Class {
+		case pricing.ClassInstant:
+			own += l.Amount
+		case pricing.ClassMarket:
+			market += l.Amount
+		}
+	}
+	switch {
+	case m.o.ForbidProviderSpill:
+		return apierr.CapacityUnavailable.Newf("own capacity of %d units cannot fill %d, and this deployment does not fill orders from providers; nothing was charged", own, req.amount).
+			With("available", own)
+	case m.o.MarketProviders > 0 && market == 0 && own < req.amount:
+		return apierr.ProviderUnavailable.New("own stock is short and no market provider is answering; nothing was charged").
+			With("available", own)
+	case short != nil:
+		return short
+	}
+	return apierr.InsufficientSupply.New("not enough supply; nothing was charged")
+}
+
+// checkReceiverCeiling refuses an energy order that would take the receiver's live energy
+// from this service above ReceiverMaxEnergy (5005). A transaction-scoped advisory lock on
+// the receiver makes the sum exact under concurrent orders of any account; it is taken
+// before the account's ledger row, always in that order, so the two cannot deadlock.
+func (m *Orders) checkReceiverCeiling(ctx context.Context, tx pgx.Tx, receiver tron.Address, amount int64) error {
+	r := receiver.String()
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('orders.receiver:' || $1, 0))`, r); err != nil {
+		return err
+	}
+	live, err := orderstore.ReceiverLiveEnergy(ctx, tx, r, m.o.Now())
+	if err != nil {
+		return err
+	}
+	if live+amount > m.o.ReceiverMaxEnergy {
+		return apierr.ReceiverCapacityExceeded.Newf("the receiver already holds %d energy from this service; at most %d more can be ordered", live, max(m.o.ReceiverMaxEnergy-live, 0)).
+			WithField("receiver").With("max_additional", max(m.o.ReceiverMaxEnergy-live, 0))
+	}
+	return nil
+}
+
+// ---- GET /v1/orders/{id} ----
+
+var orderIDPattern = regexp.MustCompile(`^` + orderstore.IDPrefix + `_[0-9a-f]{24}$`)
+
+// orderNotFound answers an unknown id and another account's order alike (3001).
+func orderNotFound(id string) error {
+	return apierr.OrderNotFound.New("no order " + quote(id) + " on this account").WithField("id")
+}
+
+func (m *Orders) getOrder(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	p := PrincipalFrom(rc)
+	if p == nil || p.AccountID == "" {
+		return apierr.MissingCredentials.New("this endpoint needs a signed request")
+	}
+	id := pathValue(rc, "id")
+	if !orderIDPattern.MatchString(id) {
+		return orderNotFound(id)
+	}
+	row, err := orderstore.Get(ctx, m.o.Ledger.Pool(), p.AccountID, id)
+	if errors.Is(err, orderstore.ErrNotFound) {
+		return orderNotFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	return WriteJSON(rc, fasthttp.StatusOK, row.Record)
+}
+
+// ---- GET /v1/orders ----
+
+// orderList is the page of GET /v1/orders.
+type orderList struct {
+	Data       []orders.Record `json:"data"`
+	NextCursor *string         `json:"next_cursor"`
+}
+
+// cursorPrefix versions the opaque cursor: position = created_at (µs since the epoch)
+// and id of the last order of the previous page.
+const cursorPrefix = "o1:"
+
+func encodeCursor(p orderstore.Position) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatInt(p.CreatedAt.UnixMicro(), 10) + ":" + p.ID))
+}
+
+func decodeCursor(s string) (orderstore.Position, error) {
+	bad := Invalid("cursor", "format", "cursor is not one this endpoint issued; pass next_cursor unchanged")
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return orderstore.Position{}, bad
+	}
+	rest, ok := strings.CutPrefix(string(raw), cursorPrefix)
+	if !ok {
+		return orderstore.Position{}, bad
+	}
+	micros, id, ok := strings.Cut(rest, ":")
+	us, err := strconv.ParseInt(micros, 10, 64)
+	if !ok || err != nil || !orderIDPattern.MatchString(id) {
+		return orderstore.Position{}, bad
+	}
+	return orderstore.Position{CreatedAt: time.UnixMicro(us).UTC(), ID: id}, nil
+}
+
+func (m *Orders) listOrders(ctx context.Context, rc *fasthttp.RequestCtx) error {
+	p := PrincipalFrom(rc)
+	if p == nil || p.AccountID == "" {
+		return apierr.MissingCredentials.New("this endpoint needs a signed request")
+	}
+	q, err := readQuery(rc, "limit", "cursor", "status", "created_after", "created_before", "receiver",
+		"resource", "client_order_id", "batch_id")
+	if err != nil {
+		return err
+	}
+	limit := DefaultOrdersPageSize
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxOrdersPageSize {
+			return Invalid("limit", "range", fmt.Sprintf("limit must be an integer from 1 to %d", MaxOrdersPageSize)).
+				With("min", 1).With("max", MaxOrdersPageSize)
+		}
+		limit = n
+	}
+	var f orderstore.Filter
+	if v, ok := q["cursor"]; ok {
+		pos, err := decodeCursor(v)
+		if err != nil {
+			return err
+		}
+		f.After = &pos
+	}
+	if v, ok := q["status"]; ok {
+		for _, s := range strings.Split(v, ",") {
+			st, ok := orders.ParseStatus(s)
+			if !ok {
+				allowed := make([]string, len(orders.Statuses))
+				for i, s := range orders.Statuses {
+					allowed[i] = string(s)
+				}
+				return Invalid("status", "enum", "status must be order states, comma separated").With("allowed", allowed)
+			}
+			if !slices.Contains(f.Statuses, st) {
+				f.Statuses = append(f.Statuses, st)
+			}
+		}
+	}
+	for _, name := range []string{"created_after", "created_before"} {
+		v, ok := q[name]
+		if !ok {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return Invalid(name, "format", name+" must be an RFC 3339 timestamp such as 2026-01-02T03:04:05.000Z")
+		}
+		if name == "created_after" {
+			f.CreatedAfter = &t
+		} else {
+			f.CreatedBefore = &t
+		}
+	}
+	if v, ok := q["receiver"]; ok {
+		a, err := tron.ParseAddress(v)
+		if err != nil || len(v) != 34 || v[0] != 'T' {
+			return Invalid("receiver", "format", "receiver must be a Base58Check TRON address")
+		}
+		f.Receiver = a.String()
+	}
+	if v, ok := q["resource"]; ok {
+		r, err := parseResource(v)
+		if err != nil {
+			return err
+		}
+		f.Resource = orders.Resource(r)
+	}
+	if v, ok := q["client_order_id"]; ok {
+		if !validClientOrderID(v) {
+			return Invalid("client_order_id", "format", "client_order_id must be 1 to 128 printable ASCII characters without spaces")
+		}
+		f.ClientOrderID = v
+	}
+	if v, ok := q["batch_id"]; ok {
+		if v == "" || len(v) > MaxClientOrderIDLen {
+			return Invalid("batch_id", "format", "batch_id must be a batch id")
+		}
+		f.BatchID = v
+	}
+	rows, next, err := orderstore.List(ctx, m.o.Ledger.Pool(), p.AccountID, f, limit)
+	if err != nil {
+		return err
+	}
+	out := orderList{Data: make([]orders.Record, len(rows))}
+	for i, r := range rows {
+		out.Data[i] = r.Record
+	}
+	if next != nil {
+		c := encodeCursor(*next)
+		out.NextCursor = &c
+	}
+	return WriteJSON(rc, fasthttp.StatusOK, out)
+}
+
+// ---- POST /v1/orders/{id}/reclaim ----
+
+// reclaimOrder asks for an early return of a live delegation from the own pools. It locks
+// the order, so it serialises with the processor's own changes of it, marks the request and
+// queues a reclaim intent in the same transaction; the processor undelegates and sends
+// order.reclaimed. 202: the order is unchanged until the undelegation lands.
+func (m *Orders) reclaimOrder(ctx context.Context, tx pgx.Tx, rc *fasthttp.RequestCtx) (TxResult, error) {
+	p := PrincipalFrom(rc)
+	if p == nil || p.AccountID == "" {
+		return TxResult{}, apierr.MissingCredentials.New("this endpoint needs a signed request")
+	}
+	id := pathValue(rc, "id")
+	if !orderIDPattern.MatchString(id) {
+		return TxResult{}, orderNotFound(id)
+	}
+	row, err := orderstore.Lock(ctx, tx, id)
+	if errors.Is(err, orderstore.ErrNotFound) || (err == nil && row.AccountID != p.AccountID) {
+		return TxResult{}, orderNotFound(id)
+	}
+	if err != nil {
+		return TxResult{}, err
+	}
+	now := m.o.Now()
+	switch {
+	case row.Status.Terminal():
+		return TxResult{}, apierr.OrderInTerminalState.New("the order is "+string(row.Status)+"; it can no longer change").
+			With("status", string(row.Status))
+	case row.FilledBy != nil && *row.FilledBy != orders.FilledByPool:
+		return TxResult{}, apierr.ReclaimUnavailable.New("a third-party provider filled this order; it cannot be reclaimed early").
+			With("filled_by", *row.FilledBy)
+	case row.Resource == orders.Activation,
+		row.Status != orders.Confirmed && row.Status != orders.Active,
+		row.ExpiresAt != nil && !now.Before(time.Time(*row.ExpiresAt)):
+		e := apierr.NothingToReclaim.New("the order has no live delegation to return").With("status", string(row.Status))
+		if row.ExpiresAt != nil {
+			e.With("expires_at", events.FormatTime(time.Time(*row.ExpiresAt)))
+		}
+		return TxResult{}, e
+	}
+	row, fresh, err := orderstore.RequestReclaim(ctx, tx, id, now)
+	if err != nil {
+		return TxResult{}, err
+	}
+	if fresh {
+		if err := orderstore.Enqueue(ctx, tx, id, orderstore.IntentReclaim); err != nil {
+			return TxResult{}, err
+		}
+	}
+	return TxResult{Status: fasthttp.StatusAccepted, Body: row.Record, ObjectID: id}, nil
+}

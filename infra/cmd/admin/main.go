@@ -1,0 +1,236 @@
+// Command admin is the support and operator tool for the ledger (docs/ledger.md). Every
+// command that changes something writes an audit_log row, in the same transaction, naming
+// the actor (-actor, required) and the reason (-reason).
+//
+//	admin invariants                                      check the ledger; exit 1 on a violation
+//	admin held [-account ID]                              list held deposits
+//	admin credit-held -deposit ID [-rate-sun N]           credit a held deposit
+//	admin adjust -account ID -amount-sun N -ref REF       adjustment credit
+//	admin suspend|unsuspend|close -account ID             account status
+//	admin rotate-address -account ID                      rotate the deposit address (3018 when too often)
+//	admin low-threshold -account ID (-sun N | -default)   the account's balance.low threshold
+//
+// Configuration comes from the environment like every stage (DATABASE_URL, NETWORK,
+// DEPOSIT_HD_KEY, USDT_RATE_SUN, USDT_SPREAD_BPS, DEPOSIT_ROTATION_*).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+
+	"rental/infra/config"
+	"rental/infra/ledger"
+	"rental/infra/pg"
+	"rental/infra/stages"
+	"rental/schemas/apierr"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code, err := run(ctx, os.Args[1:], os.Stdout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "admin:", err)
+	}
+	os.Exit(code)
+}
+
+const usage = `usage: admin <command> [flags]
+commands: invariants, held, credit-held, adjust, suspend, unsuspend, close, rotate-address, low-threshold
+run "admin <command> -h" for the flags of a command`
+
+// errViolations makes run exit 1 without an extra message.
+var errViolations = errors.New("ledger invariants violated")
+
+// run executes one command and returns the exit code: 0 done, 1 refused or failed, 2 usage.
+func run(ctx context.Context, args []string, out io.Writer) (int, error) {
+	if len(args) == 0 {
+		return 2, errors.New(usage)
+	}
+	cmd, rest := args[0], args[1:]
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(out)
+	account := fs.String("account", "", "account id (acc_...)")
+	actor := fs.String("actor", "", "who acts (recorded as support:<actor>)")
+	reason := fs.String("reason", "", "why (recorded in the audit row)")
+	deposit := fs.String("deposit", "", "deposit id (dep_...)")
+	amount := fs.Int64("amount-sun", 0, "amount in SUN")
+	ref := fs.String("ref", "", "idempotency reference of the adjustment (a ticket id)")
+	rateSun := fs.Int64("rate-sun", 0, "USDT rate in SUN per USDT before the spread (default: the configured rate)")
+	sun := fs.Int64("sun", -1, "threshold in SUN")
+	def := fs.Bool("default", false, "return to the configured default threshold")
+	if err := fs.Parse(rest); err != nil {
+		return 2, err
+	}
+
+	cfg, err := config.Load()
+	if err != nil {
+		return 1, err
+	}
+	pool, err := pg.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return 1, err
+	}
+	defer pool.Close()
+	l, err := stages.Ledger(cfg, pool)
+	if err != nil {
+		return 1, err
+	}
+	need := func(names ...string) error {
+		for _, n := range names {
+			if f := fs.Lookup(n); f == nil || f.Value.String() == "" || f.Value.String() == "0" {
+				return fmt.Errorf("%s: -%s is required", cmd, n)
+			}
+		}
+		return nil
+	}
+	who := func() (string, error) {
+		if *reason == "" {
+			return "", fmt.Errorf("%s: -reason is required", cmd)
+		}
+		return ledger.Actor(*actor)
+	}
+
+	switch cmd {
+	case "invariants":
+		v, err := ledger.CheckPool(ctx, pool, stages.InvariantChecks())
+		if err != nil {
+			return 1, err
+		}
+		for _, x := range v {
+			fmt.Fprintln(out, x)
+		}
+		if len(v) > 0 {
+			fmt.Fprintf(out, "%d violations\n", len(v))
+			return 1, errViolations
+		}
+		fmt.Fprintln(out, "ledger invariants hold")
+		return 0, nil
+
+	case "held":
+		hs, err := l.HeldDeposits(ctx, *account)
+		if err != nil {
+			return 1, err
+		}
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "DEPOSIT\tACCOUNT\tASSET\tAMOUNT\tSTATUS\tTX\tSENDER")
+		for _, h := range hs {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.ID, h.AccountID, h.Asset, h.Amount, h.Status, h.TxHash, h.Sender)
+		}
+		return 0, w.Flush()
+
+	case "credit-held":
+		if err := need("deposit"); err != nil {
+			return 2, err
+		}
+		a, err := who()
+		if err != nil {
+			return 2, err
+		}
+		rate := ledger.Rate{SunPerUSDT: *rateSun, Source: "support"}
+		if *rateSun <= 0 {
+			r, ok, err := stages.USDTRate(cfg).Rate(ctx)
+			if err != nil {
+				return 1, err
+			}
+			if ok {
+				rate = ledger.Rate(r)
+			}
+		}
+		credited, err := l.CreditHeld(ctx, *deposit, a, *reason, rate, cfg.Deposit.USDTSpreadBps)
+		if err != nil {
+			return 1, err
+		}
+		fmt.Fprintf(out, "credited %s: %d SUN\n", *deposit, credited)
+		return 0, nil
+
+	case "adjust":
+		if err := need("account", "amount-sun", "ref"); err != nil {
+			return 2, err
+		}
+		a, err := who()
+		if err != nil {
+			return 2, err
+		}
+		res, err := l.Adjust(ctx, *account, *amount, *ref, a, *reason)
+		if err != nil {
+			return 1, err
+		}
+		if !res.Applied {
+			fmt.Fprintf(out, "adjustment %s was already applied; nothing changed\n", *ref)
+			return 0, nil
+		}
+		fmt.Fprintf(out, "credited %d SUN to %s; balance %d SUN\n", *amount, *account, res.BalanceSun)
+		return 0, nil
+
+	case ledger.OpSuspend, ledger.OpUnsuspend, ledger.OpClose:
+		if err := need("account"); err != nil {
+			return 2, err
+		}
+		a, err := who()
+		if err != nil {
+			return 2, err
+		}
+		to, err := l.SetAccountStatus(ctx, *account, cmd, a, *reason)
+		if err != nil {
+			return 1, err
+		}
+		fmt.Fprintf(out, "%s is now %s\n", *account, to)
+		return 0, nil
+
+	case "rotate-address":
+		if err := need("account"); err != nil {
+			return 2, err
+		}
+		a, err := who()
+		if err != nil {
+			return 2, err
+		}
+		store, err := stages.DepositStore(cfg, pool)
+		if err != nil {
+			return 1, err
+		}
+		rot, err := store.Rotate(ctx, *account, a, *reason, stages.RotationPolicy(cfg))
+		if err != nil {
+			if e := apierr.As(err); e.Code == apierr.DepositRotationLimited {
+				return 1, fmt.Errorf("%s (retry after %d s)", e.Message, e.RetryAfter)
+			}
+			return 1, err
+		}
+		if rot.Retired.IsZero() {
+			fmt.Fprintf(out, "issued %s (the account had no address)\n", rot.Address)
+		} else {
+			fmt.Fprintf(out, "new address %s; %s keeps crediting until %s\n", rot.Address, rot.Retired, rot.CreditedUntil.Format("2006-01-02T15:04:05Z"))
+		}
+		return 0, nil
+
+	case "low-threshold":
+		if err := need("account"); err != nil {
+			return 2, err
+		}
+		if (*sun < 0) == !*def {
+			return 2, errors.New("low-threshold: give exactly one of -sun N and -default")
+		}
+		a, err := who()
+		if err != nil {
+			return 2, err
+		}
+		var v *int64
+		if !*def {
+			v = sun
+		}
+		if err := l.SetLowThreshold(ctx, *account, v, a, *reason); err != nil {
+			return 1, err
+		}
+		fmt.Fprintln(out, "threshold set")
+		return 0, nil
+	}
+	return 2, fmt.Errorf("unknown command %q\n%s", cmd, usage)
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"rental/infra/accounts"
+	"rental/infra/deposits"
+	"rental/infra/testenv"
+	"rental/infra/tron"
+	"rental/schemas/events"
+	"rental/schemas/network"
+)
+
+// The support commands against a real database, as an operator runs them: every change is
+// audited with its actor and reason, held deposits are credited with balance.credited, and
+// the invariants command passes afterwards (and fails on a tampered ledger).
+func TestAdminCommands(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	t.Setenv("DATABASE_URL", db.URL)
+	t.Setenv("NETWORK", "nile")
+	t.Setenv("DEPOSIT_HD_KEY", deposits.DevSeedHex)
+	t.Setenv("USDT_RATE_SUN", "3000000")
+	t.Setenv("USDT_SPREAD_BPS", "100")
+
+	store, _ := accounts.New(db.Pool, accounts.Options{})
+	owner, _ := tron.GenerateKey()
+	acc, _, err := store.CreateOrGetByOwner(ctx, network.Nile, owner.Address(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := func(wantCode int, args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		code, err := run(ctx, args, &out)
+		if code != wantCode {
+			t.Fatalf("admin %s: exit %d (%v), want %d; output:\n%s", strings.Join(args, " "), code, err, wantCode, out.String())
+		}
+		return out.String()
+	}
+	who := []string{"-actor", "alice", "-reason", "ticket 42"}
+
+	// Refusals: no actor, no reason.
+	admin(2, "adjust", "-account", acc.ID, "-amount-sun", "5000000", "-ref", "T-1", "-reason", "x")
+	admin(2, "suspend", "-account", acc.ID, "-actor", "alice")
+
+	out := admin(0, append([]string{"adjust", "-account", acc.ID, "-amount-sun", "5000000", "-ref", "T-1"}, who...)...)
+	if !strings.Contains(out, "balance 5000000") {
+		t.Errorf("adjust: %s", out)
+	}
+	if out := admin(0, append([]string{"adjust", "-account", acc.ID, "-amount-sun", "5000000", "-ref", "T-1"}, who...)...); !strings.Contains(out, "already applied") {
+		t.Errorf("repeated adjust: %s", out)
+	}
+
+	// A held USDT deposit (below the minimum) credited by support at the configured rate.
+	dep := events.NewID("dep")
+	tx := strings.Repeat("ab", 32)
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO deposits (id, tx_hash, log_index, fact_id, block_num, block_id, block_time,
+		account_id, address, sender, asset, amount, status) VALUES ($1, $2, 0, 'cf_x', 7, 'b', now(), $3, 'Taddr', 'Tsender', 'USDT', 3000000, 'held_below_min')`,
+		dep, tx, acc.ID); err != nil {
+		t.Fatal(err)
+	}
+	if out := admin(0, "held", "-account", acc.ID); !strings.Contains(out, dep) || !strings.Contains(out, "held_below_min") {
+		t.Errorf("held: %s", out)
+	}
+	// 3 USDT at 3 TRX less 1 %: 8.91 TRX.
+	if out := admin(0, append([]string{"credit-held", "-deposit", dep}, who...)...); !strings.Contains(out, "8910000 SUN") {
+		t.Errorf("credit-held: %s", out)
+	}
+	admin(1, append([]string{"credit-held", "-deposit", dep}, who...)...) // not held any more
+
+	var ev []byte
+	if err := db.Pool.QueryRow(ctx, `SELECT value FROM outbox WHERE key = $1 AND headers->>'event' = 'balance.credited' ORDER BY id DESC LIMIT 1`, acc.ID).Scan(&ev); err != nil {
+		t.Fatal(err)
+	}
+	var env events.Envelope
+	_ = json.Unmarshal(ev, &env)
+	var d events.BalanceCredited
+	_ = json.Unmarshal(env.Data, &d)
+	if d.Reason != "deposit" || d.Asset != "USDT" || d.AmountSun != 8_910_000 || *d.USDTAmount != "3" || *d.Rate != 2_970_000 || *d.TxHash != tx {
+		t.Errorf("balance.credited of the held deposit: %+v", d)
+	}
+
+	// Status: suspend, unsuspend (back to active: it has postings), close.
+	admin(0, append([]string{"suspend", "-account", acc.ID}, who...)...)
+	admin(1, append([]string{"suspend", "-account", acc.ID}, who...)...)
+	if out := admin(0, append([]string{"unsuspend", "-account", acc.ID}, who...)...); !strings.Contains(out, "is now active") {
+		t.Errorf("unsuspend: %s", out)
+	}
+
+	// Rotation: the first call issues, the second rotates, the third is too soon (3018).
+	admin(0, append([]string{"rotate-address", "-account", acc.ID}, who...)...)
+	if out := admin(0, append([]string{"rotate-address", "-account", acc.ID}, who...)...); !strings.Contains(out, "keeps crediting until") {
+		t.Errorf("rotate: %s", out)
+	}
+	admin(1, append([]string{"rotate-address", "-account", acc.ID}, who...)...)
+
+	admin(0, append([]string{"low-threshold", "-account", acc.ID, "-sun", "2000000"}, who...)...)
+	admin(2, append([]string{"low-threshold", "-account", acc.ID}, who...)...)
+	admin(0, append([]string{"close", "-account", acc.ID}, who...)...)
+
+	audit, err := store.Audit(ctx, acc.ID, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := map[string]int{}
+	for _, a := range audit {
+		actions[a.Action]++
+		if a.Actor != "support:alice" || a.Details["reason"] != "ticket 42" {
+			t.Errorf("audit row %+v", a)
+		}
+	}
+	for _, want := range []string{"ledger.adjustment", "deposit.credit_held", "account.suspend", "account.unsuspend", "account.close", "deposit_address.rotate", "ledger.low_threshold"} {
+		if actions[want] != 1 {
+			t.Errorf("audit %s: %d rows, want 1 (%v)", want, actions[want], actions)
+		}
+	}
+
+	if out := admin(0, "invariants"); !strings.Contains(out, "hold") {
+		t.Errorf("invariants: %s", out)
+	}
+	if _, err := db.Pool.Exec(ctx, `UPDATE ledger_accounts SET balance_sun = balance_sun + 1 WHERE account_id = $1`, acc.ID); err != nil {
+		t.Fatal(err)
+	}
+	if out := admin(1, "invariants"); !strings.Contains(out, "balances") {
+		t.Errorf("invariants on a tampered ledger: %s", out)
+	}
+}

@@ -1,0 +1,80 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"math/big"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	dom "rental/processors/ledger"
+)
+
+// Rate is a USDT rate before the spread, as a deposit is credited at: SUN per 1 USDT and
+// where it came from (fixed_env, <swap>_v3@<block>).
+type Rate struct {
+	SunPerUSDT int64
+	Source     string
+	At         time.Time
+}
+
+// DepositCredit is a deposit row to credit (by the consumer or by support).
+type DepositCredit struct {
+	ID, FactID, AccountID, TxHash, Sender string
+	BlockNum                              int64
+	Asset                                 string
+	Amount                                *big.Int       // SUN for TRX, token units for USDT
+	Rate                                  Rate           // USDT: rate before the spread
+	SpreadBps                             int            // USDT
+	Actor                                 string         // "crediting" or "support:<who>"
+	Details                               map[string]any // extra posting details
+}
+
+// CreditDeposit credits a deposit row in tx: the ledger credit (posting ref
+// deposit:<fact_id>, balance.credited with the TRX or USDT fields, unless an earlier
+// inclusion of the same transfer announced it already) and the row's status.
+func (l *Ledger) CreditDeposit(ctx context.Context, tx pgx.Tx, d DepositCredit) error {
+	info := &DepositInfo{TxHash: d.TxHash, Sender: d.Sender, BlockNumber: d.BlockNum}
+	var sun int64
+	var rateAfter *int64
+	var source *string
+	var spread *int
+	if d.Asset == "USDT" {
+		after := dom.RateAfterSpread(d.Rate.SunPerUSDT, d.SpreadBps)
+		v, err := dom.USDTToSun(d.Amount, after)
+		if err != nil {
+			return err
+		}
+		sun = v
+		usdt, src, sp := dom.FormatUSDT(d.Amount), d.Rate.Source, d.SpreadBps
+		rateAfter, source, spread = &after, &src, &sp
+		info.USDTAmount, info.RateSun, info.RateSource, info.SpreadBps = &usdt, &after, &src, &sp
+	} else {
+		if !d.Amount.IsInt64() {
+			return errors.New("ledger: TRX amount out of range")
+		}
+		sun = d.Amount.Int64()
+	}
+	if sun <= 0 {
+		// A USDT dust amount worth less than one SUN: nothing to credit.
+		_, err := tx.Exec(ctx, `UPDATE deposits SET status = 'residual', updated_at = now() WHERE id = $1`, d.ID)
+		return err
+	}
+	details := map[string]any{"deposit_id": d.ID, "tx_hash": d.TxHash, "asset": d.Asset, "amount": d.Amount.String(), "by": d.Actor}
+	for k, v := range d.Details {
+		details[k] = v
+	}
+	var announced bool
+	if err := tx.QueryRow(ctx, `SELECT announced FROM deposits WHERE id = $1`, d.ID).Scan(&announced); err != nil {
+		return err
+	}
+	if _, err := l.Credit(ctx, tx, Credit{AccountID: d.AccountID, Kind: dom.KindDeposit, Ref: d.FactID, AmountSun: sun,
+		ReferenceID: d.ID, Deposit: info, Details: details, Quiet: announced}); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `UPDATE deposits SET status = 'credited', credited_sun = $2, rate_sun = $3, rate_source = $4,
+		spread_bps = $5, posting_ref = $6, credited_at = now(), credited_by = $7, announced = true, updated_at = now() WHERE id = $1`,
+		d.ID, sun, rateAfter, source, spread, "deposit:"+d.FactID, d.Actor)
+	return err
+}

@@ -1,0 +1,120 @@
+package orderstore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"rental/infra/testenv"
+	"rental/processors/orders"
+	"rental/schemas/events"
+	"rental/schemas/network"
+)
+
+func insertOrders(t *testing.T, db *testenv.DB, account string, n int, at func(i int) time.Time) []string {
+	t.Helper()
+	ctx := context.Background()
+	var ids []string
+	for i := range n {
+		err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+			tier, secs := "1h", int64(3600)
+			r, err := Insert(ctx, tx, NewOrder{ID: NewID(), AccountID: account, Network: network.Nile,
+				ClientOrderID: fmt.Sprintf("c-%d", i), Resource: orders.Energy, Amount: 100_000, Tier: &tier,
+				DurationSeconds: &secs, Receiver: "TRecv", UnitPriceCenti: 6000, EnergyAmountSun: 6_000_000, CreatedAt: at(i)})
+			ids = append(ids, r.ID)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids
+}
+
+func TestListKeysetAndReceiverEnergy(t *testing.T) {
+	db := testenv.Postgres(t)
+	ctx := context.Background()
+	acc := events.NewID("acc")
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO accounts (id, network, owner_address) VALUES ($1, 'nile', 'Towner')`, acc); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	// Five orders in one millisecond and five a millisecond later: ties go by id.
+	ids := insertOrders(t, db, acc, 10, func(i int) time.Time { return t0.Add(time.Duration(i/5) * time.Millisecond) })
+	seen := map[string]bool{}
+	var after *Position
+	var last Row
+	for pages := 0; ; pages++ {
+		rows, next, err := List(ctx, db.Pool, acc, Filter{After: after}, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if seen[r.ID] {
+				t.Fatalf("%s twice", r.ID)
+			}
+			seen[r.ID] = true
+			if last.ID != "" && (time.Time(r.CreatedAt).After(time.Time(last.CreatedAt)) ||
+				(time.Time(r.CreatedAt).Equal(time.Time(last.CreatedAt)) && r.ID > last.ID)) {
+				t.Fatalf("order: %s after %s", r.ID, last.ID)
+			}
+			last = r
+		}
+		if next == nil {
+			if pages != 3 || len(rows) != 1 {
+				t.Fatalf("last page %d with %d rows", pages, len(rows))
+			}
+			break
+		}
+		after = next
+	}
+	if len(seen) != 10 {
+		t.Fatalf("%d of 10 listed", len(seen))
+	}
+	if _, _, err := List(ctx, db.Pool, acc, Filter{}, MaxListLimit+1); err == nil {
+		t.Fatal("limit above the maximum accepted")
+	}
+
+	// Live energy of the receiver: terminal orders and lapsed rentals do not count.
+	live := func() int64 {
+		n, err := ReceiverLiveEnergy(ctx, db.Pool, "TRecv", t0.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := live(); n != 1_000_000 {
+		t.Fatalf("live %d", n)
+	}
+	if _, err := db.Pool.Exec(ctx, `UPDATE orders SET status = 'expired' WHERE id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `UPDATE orders SET status = 'active', expires_at = $2 WHERE id = $1`, ids[1], t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `UPDATE orders SET status = 'active', expires_at = $2 WHERE id = $1`, ids[2], t0.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if n := live(); n != 800_000 {
+		t.Fatalf("live after ends %d", n)
+	}
+
+	// RequestReclaim marks once.
+	err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		r, fresh, err := RequestReclaim(ctx, tx, ids[2], t0)
+		if err != nil || !fresh || r.ReclaimRequestedAt == nil || !r.ReclaimRequestedAt.Equal(t0) {
+			t.Fatalf("first: %+v %v %v", r.ReclaimRequestedAt, fresh, err)
+		}
+		r, fresh, err = RequestReclaim(ctx, tx, ids[2], t0.Add(time.Second))
+		if err != nil || fresh || !r.ReclaimRequestedAt.Equal(t0) {
+			t.Fatalf("second: %+v %v %v", r.ReclaimRequestedAt, fresh, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

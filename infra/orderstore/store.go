@@ -1,0 +1,235 @@
+// Package orderstore persists orders (migration 00010): the order row, its fills, the signer
+// journal and the intents that wake the processors. Every write that changes what a
+// customer sees happens in a caller's transaction together with its outbox events.
+package orderstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"rental/infra/outbox"
+	"rental/processors/orders"
+	"rental/schemas/events"
+	"rental/schemas/network"
+	"rental/schemas/topics"
+)
+
+// ErrNotFound is an order that does not exist on the account asking.
+var ErrNotFound = errors.New("orderstore: order not found")
+
+// IDPrefix starts every order id.
+const IDPrefix = "ord"
+
+// NewID returns a fresh order id.
+func NewID() string { return events.NewID(IDPrefix) }
+
+// Querier is a pool or a transaction.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Row is an order row: the customer-visible record plus what only the pipeline reads.
+type Row struct {
+	orders.Record
+	AccountID           string
+	Network             network.Network
+	Test                bool
+	Activate            bool
+	EnergyAmountSun     int64 // the resource part of total_amount_sun
+	ActivationAmountSun int64 // the activation part (0 when none)
+	QuoteID             *string
+	MaxPriceSun         *int64
+	ReclaimRequestedAt  *time.Time
+	ReclaimHash         *string
+	RefundReason        *string
+	NextDueAt           *time.Time
+	Attempts            int
+}
+
+// columns is the SELECT list scan reads, in its order.
+const columns = `id, account_id, network, test, client_order_id, batch_id, subscription_id, status, resource,
+	amount, delivered_amount, partial, tier, duration_seconds, receiver, activate, unit_price_centi,
+	energy_amount_sun, activation_amount_sun, total_amount_sun, charged_amount_sun, refunded_amount_sun,
+	activation_performed, activation_hash, delegate_hashes, delegated_at, expires_at, failure, filled_by,
+	quote_id, max_price_sun, reclaim_requested_at, reclaim_hash, refund_reason, next_due_at, attempts,
+	created_at, updated_at`
+
+func scan(r pgx.Row) (Row, error) {
+	var (
+		o                      Row
+		status, resource, netw string
+		unitCenti              int64
+		delegatedAt, expiresAt *time.Time
+		failure                []byte
+		created, updated       time.Time
+	)
+	err := r.Scan(&o.ID, &o.AccountID, &netw, &o.Test, &o.ClientOrderID, &o.BatchID, &o.SubscriptionID, &status, &resource,
+		&o.Amount, &o.DeliveredAmount, &o.Partial, &o.Tier, &o.DurationSeconds, &o.Receiver, &o.Activate, &unitCenti,
+		&o.EnergyAmountSun, &o.ActivationAmountSun, &o.TotalAmountSun, &o.ChargedAmountSun, &o.RefundedAmountSun,
+		&o.Activation.Performed, &o.Activation.Hash, &o.DelegateHashes, &delegatedAt, &expiresAt, &failure, &o.FilledBy,
+		&o.QuoteID, &o.MaxPriceSun, &o.ReclaimRequestedAt, &o.ReclaimHash, &o.RefundReason, &o.NextDueAt, &o.Attempts,
+		&created, &updated)
+	if err != nil {
+		return o, err
+	}
+	o.Status, o.Resource, o.Network = orders.Status(status), orders.Resource(resource), network.Network(netw)
+	o.UnitPriceSun = events.Centisun(unitCenti)
+	o.Activation.AmountSun = o.ActivationAmountSun
+	if o.DelegateHashes == nil {
+		o.DelegateHashes = []string{}
+	}
+	if delegatedAt != nil {
+		t := events.Time(*delegatedAt)
+		o.DelegatedAt = &t
+	}
+	if expiresAt != nil {
+		t := events.Time(*expiresAt)
+		o.ExpiresAt = &t
+	}
+	if len(failure) > 0 {
+		var f orders.Failure
+		if err := json.Unmarshal(failure, &f); err != nil {
+			return o, fmt.Errorf("orderstore: order %s failure: %w", o.ID, err)
+		}
+		o.Failure = &f
+	}
+	o.CreatedAt, o.UpdatedAt = events.Time(created), events.Time(updated)
+	return o, nil
+}
+
+// NewOrder is what order creation stores.
+type NewOrder struct {
+	ID                  string
+	AccountID           string
+	Network             network.Network
+	ClientOrderID       string
+	BatchID             *string
+	SubscriptionID      *string
+	Resource            orders.Resource
+	Amount              int64
+	Tier                *string
+	DurationSeconds     *int64
+	Receiver            string
+	Activate            bool
+	UnitPriceCenti      int64
+	EnergyAmountSun     int64
+	ActivationAmountSun int64
+	QuoteID             *string
+	MaxPriceSun         *int64
+	CreatedAt           time.Time
+}
+
+// Total is what the order charges: the resource plus the activation fee.
+func (n NewOrder) Total() int64 { return n.EnergyAmountSun + n.ActivationAmountSun }
+
+// Insert writes a new order in status created, charged its total (the caller places the
+// ledger hold in the same tx), and queues its processing intent. It returns the stored row.
+// The order is also due 15 s later: should its intent be slow, the processors' timer
+// picks the order up anyway (each step reschedules it).
+func Insert(ctx context.Context, tx pgx.Tx, n NewOrder) (Row, error) {
+	if n.ID == "" || n.AccountID == "" || n.ClientOrderID == "" {
+		return Row{}, errors.New("orderstore: order without id, account or client_order_id")
+	}
+	created := n.CreatedAt.UTC().Truncate(time.Millisecond)
+	row, err := scan(tx.QueryRow(ctx, `INSERT INTO orders (id, account_id, network, client_order_id, batch_id, subscription_id,
+			status, resource, amount, tier, duration_seconds, receiver, activate, unit_price_centi, energy_amount_sun,
+			activation_amount_sun, total_amount_sun, charged_amount_sun, quote_id, max_price_sun, created_at, updated_at,
+			next_due_at)
+		VALUES ($1, $2, $3, $4, $5, $6, 'created', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19, $19,
+			$19::timestamptz + interval '15 seconds')
+		RETURNING `+columns,
+		n.ID, n.AccountID, string(n.Network), n.ClientOrderID, n.BatchID, n.SubscriptionID, string(n.Resource), n.Amount,
+		n.Tier, n.DurationSeconds, n.Receiver, n.Activate, n.UnitPriceCenti, n.EnergyAmountSun, n.ActivationAmountSun,
+		n.Total(), n.QuoteID, n.MaxPriceSun, created))
+	if err != nil {
+		return Row{}, fmt.Errorf("orderstore: insert order: %w", err)
+	}
+	if err := Enqueue(ctx, tx, n.ID, IntentProcess); err != nil {
+		return Row{}, err
+	}
+	return row, nil
+}
+
+// Get reads one order of accountID; another account's order is ErrNotFound.
+func Get(ctx context.Context, q Querier, accountID, id string) (Row, error) {
+	row, err := scan(q.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE id = $1 AND account_id = $2`, id, accountID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Row{}, ErrNotFound
+	}
+	return row, err
+}
+
+// Lock reads one order FOR UPDATE inside tx: the order's state changes serialise on it.
+func Lock(ctx context.Context, tx pgx.Tx, id string) (Row, error) {
+	row, err := scan(tx.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE id = $1 FOR UPDATE`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Row{}, ErrNotFound
+	}
+	return row, err
+}
+
+// InFlight counts the account's orders still waiting for delivery (the 1101 limit).
+func InFlight(ctx context.Context, q Querier, accountID string) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT count(*) FROM orders WHERE account_id = $1 AND status IN ('created', 'paid', 'allocating', 'delegated')`,
+		accountID).Scan(&n)
+	return n, err
+}
+
+// IntentKind names the work an intent asks of the order processor.
+type IntentKind string
+
+const (
+	IntentProcess IntentKind = "process" // advance the order as far as it can go now
+	IntentReclaim IntentKind = "reclaim" // the customer asked for an early return
+	IntentRefund  IntentKind = "refund"  // support refunded the order
+)
+
+// Intent is the value of a record on topics.OrderIntents.
+type Intent struct {
+	OrderID string     `json:"order_id"`
+	Kind    IntentKind `json:"kind"`
+}
+
+// Enqueue writes an intent for orderID into the outbox inside tx: it reaches a processor
+// exactly when tx commits. The processor re-reads the order, so intents carry no state.
+func Enqueue(ctx context.Context, tx pgx.Tx, orderID string, kind IntentKind) error {
+	v, _ := json.Marshal(Intent{OrderID: orderID, Kind: kind})
+	return outbox.InsertRecord(ctx, tx, topics.OrderIntents, orderID, v, map[string]string{"kind": string(kind)})
+}
+
+// DeliveredSince is the energy delivered on the network since the instant (the price
+// table's delivered_today): every delivered energy order counts, whatever happened after.
+func DeliveredSince(ctx context.Context, q Querier, n network.Network, since time.Time) (int64, error) {
+	var sum int64
+	err := q.QueryRow(ctx, `SELECT coalesce(sum(delivered_amount), 0)::bigint FROM orders
+		WHERE network = $1 AND resource = 'energy' AND delegated_at >= $2`, string(n), since).Scan(&sum)
+	return sum, err
+}
+
+// LiveRefs tells the ledger's invariants check which hold references belong to a live
+// order (ledger.LiveRefs): a hold is placed at creation and captured at confirmation or
+// failure, so a placed hold is legitimate only while its order still waits for delivery.
+func LiveRefs(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, refs []string) (map[string]bool, error) {
+	rows, err := q.Query(ctx, `SELECT id FROM orders WHERE id = ANY($1) AND status IN ('created', 'paid', 'allocating', 'delegated')`, refs)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	live := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		live[id] = true
+	}
+	return live, nil
+}

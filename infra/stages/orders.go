@@ -1,0 +1,46 @@
+package stages
+
+import (
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"rental/edge"
+	"rental/infra/config"
+	"rental/infra/idempotency"
+	"rental/infra/ledger"
+	"rental/infra/tron"
+)
+
+// ordersModule is the edge's order endpoints. led is the edge's ledger (its balance.low
+// rule applies to the holds order creation places); nil builds one the same way (Ledger).
+func ordersModule(cfg config.Config, pool *pgxpool.Pool, pricingAPI *edge.Pricing, led *ledger.Ledger,
+	idem *idempotency.Store, log *slog.Logger) (*edge.Orders, error) {
+	if led == nil {
+		var err error
+		if led, err = Ledger(cfg, pool); err != nil {
+			return nil, err
+		}
+	}
+	own := append([]tron.Address(nil), cfg.PoolAddresses...)
+	if cfg.Ledger.Treasury != "" {
+		t, err := tron.ParseAddress(cfg.Ledger.Treasury) // validated by config.Load
+		if err != nil {
+			return nil, err
+		}
+		own = append(own, t)
+	}
+	return edge.NewOrders(edge.OrdersOptions{
+		Network:             cfg.Network,
+		Pricing:             pricingAPI,
+		Ledger:              led,
+		Idempotency:         idem,
+		OwnAddresses:        own,
+		MaxInFlight:         cfg.Orders.MaxInFlight,
+		MaxOrderEnergy:      cfg.Orders.MaxOrderEnergy,
+		ReceiverMaxEnergy:   cfg.Orders.ReceiverMaxEnergy,
+		ForbidProviderSpill: !cfg.Orders.AllowProviderSpill,
+		MarketProviders:     len(cfg.Pricing.Providers),
+		Logger:              log,
+	})
+}

@@ -1,0 +1,34 @@
+// Package webhooks is the platform side of webhook delivery: the endpoint store (secrets
+// encrypted at rest), the delivery queue and history in Postgres, the event-type
+// catalogue endpoints subscribe to, and the SSRF-safe HTTP client every delivery and test
+// call goes through. Transport (edge/webhooks.go) and the delivery consumer
+// (consumers/webhooks) build on it.
+package webhooks
+
+import "slices"
+
+// EventTypes is every customer event type of rental-api-v1 ("Event types"), the vocabulary
+// an endpoint's `events` filter is validated against. New types are appended here when the
+// spec adds them; an endpoint registered without an events list receives them without
+// re-registration (its filter is stored as "all", not as this list).
+var eventTypes = []string{
+	"order.confirmed",
+	"order.failed",
+	"order.expired",
+	"order.reclaimed",
+	"order.refunded",
+	"batch.completed",
+	"subscription.refilled",
+	"subscription.suspended",
+	"subscription.paused",
+	"subscription.charged",
+	"balance.credited",
+	"balance.low",
+	"deposit_address.rotated",
+}
+
+// EventTypes returns a copy of the catalogue.
+func EventTypes() []string { return slices.Clone(eventTypes) }
+
+// KnownEventType reports whether t is in the catalogue.
+func KnownEventType(t string) bool { return slices.Contains(eventTypes, t) }

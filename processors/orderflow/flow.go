@@ -1,0 +1,294 @@
+// Package orderflow is the order processor: it moves each order from created to active and
+// then to expired or reclaimed, or to failed with the charge reversed (docs/orders.md).
+//
+// Every step runs under the order row's lock (SELECT … FOR UPDATE), so replicas of the
+// processor may all be woken for one order (by its intent on Kafka, by a chain fact, by the
+// due-time sweep) and still apply each step once. Chain work goes through the signer
+// journal (journal.go): a transaction is signed and stored, the store commits, and only
+// then is it broadcast; a restart broadcasts the stored bytes again, so a kill at any
+// point can neither lose a delegation nor make a second one.
+package orderflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"rental/infra/ledger"
+	"rental/infra/metrics"
+	"rental/infra/orderstore"
+	"rental/infra/outbox"
+	"rental/infra/supply"
+	"rental/infra/tron"
+	"rental/processors/orders"
+	"rental/schemas/apierr"
+	"rental/schemas/events"
+	"rental/schemas/network"
+)
+
+// Node is the part of the java-tron HTTP API the processor uses; *tron.Client is one.
+type Node interface {
+	GetAccountResource(ctx context.Context, addr tron.Address) (*tron.AccountResource, error)
+	GetCanDelegatedMaxSize(ctx context.Context, owner tron.Address, resource tron.ResourceCode) (int64, error)
+	GetDelegatedResourceV2(ctx context.Context, from, to tron.Address) ([]tron.DelegatedResource, error)
+	DelegateResource(ctx context.Context, d *tron.DelegateResourceContract) (*tron.Transaction, error)
+	UnDelegateResource(ctx context.Context, u *tron.UnDelegateResourceContract) (*tron.Transaction, error)
+	CreateAccount(ctx context.Context, a *tron.AccountCreateContract) (*tron.Transaction, error)
+	BroadcastTransaction(ctx context.Context, tx *tron.Transaction) (*tron.BroadcastResult, error)
+	GetTransactionInfoByID(ctx context.Context, txid string) (*tron.TransactionInfo, error)
+	GetNowBlock(ctx context.Context) (*tron.Block, error)
+}
+
+// Provider is a market provider that delivers orders itself; *supply.HTTPProvider is one.
+// Order must be idempotent on the request's ref.
+type Provider interface {
+	Slug() string
+	Order(ctx context.Context, req supply.ProviderOrderRequest) (supply.ProviderOrderResult, error)
+}
+
+// Options configure a Flow.
+type Options struct {
+	Pool    *pgxpool.Pool
+	Node    Node
+	Ledger  *ledger.Ledger
+	Network network.Network
+	// Pools are the keys of the service's own stake addresses, in the order they are
+	// drawn from. The processor signs delegations with them.
+	Pools []tron.PrivateKey
+	// Providers are the market providers orders spill to when the own pools cannot fill
+	// them (in this order). On a network that does not sell own stake (nile) they are the
+	// only supply.
+	Providers []Provider
+	// MarginBps is added to the staked balance a delegation needs, against the drift of
+	// the network's energy weight between allocation and inclusion (default 50 = 0.5 %).
+	MarginBps int64
+	// LandGrace is how long after a transaction's expiration the processor waits for the
+	// chain fact of its block before asking the node whether it landed (default 90 s; the
+	// fact arrives only at chainwatch's confirmation depth).
+	LandGrace time.Duration
+	// Confirmations is the depth at which the node's word that a transaction is in a block
+	// settles it when its chain fact is late (default 19, chainwatch's CONFIRMATIONS).
+	Confirmations int
+	// RetryEvery paces retries of a step that waits on the chain or a node error (default 3 s).
+	RetryEvery time.Duration
+	Now        func() time.Time
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Flow is the order processor's logic, shared by its consumers and its timer.
+type Flow struct {
+	o       Options
+	log     *slog.Logger
+	byAddr  map[tron.Address]tron.PrivateKey
+	lockCap int64
+
+	transitions *prometheus.CounterVec
+	stepErrors  prometheus.Counter
+	deliverySec prometheus.Histogram
+}
+
+// New checks the options and registers the metrics.
+func New(o Options) (*Flow, error) {
+	if o.Pool == nil || o.Node == nil || o.Ledger == nil {
+		return nil, errors.New("orderflow: Pool, Node and Ledger are required")
+	}
+	if _, err := network.Parse(string(o.Network)); err != nil {
+		return nil, fmt.Errorf("orderflow: %w", err)
+	}
+	if len(o.Pools) == 0 && len(o.Providers) == 0 {
+		return nil, errors.New("orderflow: at least one stake pool key or provider is required")
+	}
+	if o.MarginBps <= 0 {
+		o.MarginBps = 50
+	}
+	if o.LandGrace <= 0 {
+		o.LandGrace = 90 * time.Second
+	}
+	if o.Confirmations <= 0 {
+		o.Confirmations = 19
+	}
+	if o.RetryEvery <= 0 {
+		o.RetryEvery = 3 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	f := &Flow{o: o, log: o.Logger.With("stage", "orderflow"), byAddr: map[tron.Address]tron.PrivateKey{},
+		lockCap: o.Network.MaxLockPeriodBlocks()}
+	for _, k := range o.Pools {
+		f.byAddr[k.Address()] = k
+	}
+	f.transitions = metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "orderflow_transitions_total", Help: "Order state changes made by the processor, by new state.",
+	}, []string{"to"}))
+	f.stepErrors = metrics.Register(o.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "orderflow_step_errors_total", Help: "Order steps that failed and will be retried (node or database errors).",
+	}))
+	f.deliverySec = metrics.Register(o.Registerer, prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "orderflow_delivery_seconds", Help: "From order creation to order.confirmed.",
+		Buckets: []float64{1, 2, 5, 10, 20, 30, 60, 90, 120, 300},
+	}))
+	return f, nil
+}
+
+// RegisterPools records the stake pools in stake_pools: each row is the lock allocation
+// takes, so replicas never sell the same stake twice.
+func (f *Flow) RegisterPools(ctx context.Context) error {
+	for _, k := range f.o.Pools {
+		if _, err := f.o.Pool.Exec(ctx, `INSERT INTO stake_pools (address, network) VALUES ($1, $2) ON CONFLICT (address) DO NOTHING`,
+			k.Address().String(), string(f.o.Network)); err != nil {
+			return fmt.Errorf("orderflow: register pool: %w", err)
+		}
+	}
+	return nil
+}
+
+// Advance moves the order as far as it can go now. It is safe to call any number of times
+// from any replica; a step that must wait schedules the order's next_due_at.
+func (f *Flow) Advance(ctx context.Context, orderID string) error {
+	for range 32 {
+		more, err := f.step(ctx, orderID)
+		if err != nil {
+			if errors.Is(err, orderstore.ErrNotFound) {
+				f.log.Warn("intent for an unknown order ignored", "order", orderID)
+				return nil
+			}
+			f.stepErrors.Inc()
+			f.reschedule(ctx, orderID, f.o.RetryEvery)
+			return fmt.Errorf("orderflow: order %s: %w", orderID, err)
+		}
+		if !more {
+			return nil
+		}
+	}
+	return nil
+}
+
+// reschedule makes the order due again after d; used when a step failed unexpectedly.
+func (f *Flow) reschedule(ctx context.Context, orderID string, d time.Duration) {
+	_, _ = f.o.Pool.Exec(ctx, `UPDATE orders SET next_due_at = $2 WHERE id = $1 AND status NOT IN ('expired', 'reclaimed', 'failed', 'refunded')`,
+		orderID, f.o.Now().Add(d))
+}
+
+// action is work a step decided under the lock and does after commit (a broadcast).
+type action func(ctx context.Context) error
+
+// step runs one step in its own transaction. more reports that another step may follow at
+// once.
+func (f *Flow) step(ctx context.Context, orderID string) (more bool, err error) {
+	var after action
+	err = pgx.BeginFunc(ctx, f.o.Pool, func(tx pgx.Tx) error {
+		o, err := orderstore.Lock(ctx, tx, orderID)
+		if err != nil {
+			return err
+		}
+		more, after, err = f.dispatch(ctx, tx, o)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	if after != nil {
+		if err := after(ctx); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	return more, nil
+}
+
+func (f *Flow) dispatch(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, action, error) {
+	switch o.Status {
+	case orders.Created:
+		// Creation placed the hold in the order's own transaction; it is there by
+		// construction, so paying is only the acknowledgement.
+		return true, nil, f.setStatus(ctx, tx, o, orders.Paid, f.o.Now().Add(30*time.Second))
+	case orders.Paid:
+		return f.allocate(ctx, tx, o)
+	case orders.Allocating:
+		return f.deliver(ctx, tx, o)
+	case orders.Delegated:
+		return f.settle(ctx, tx, o)
+	case orders.Confirmed:
+		var due *time.Time
+		if o.ExpiresAt != nil {
+			t := time.Time(*o.ExpiresAt)
+			due = &t
+		}
+		if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'active', next_due_at = $2, updated_at = now() WHERE id = $1`, o.ID, due); err != nil {
+			return false, nil, err
+		}
+		f.transitions.WithLabelValues(string(orders.Active)).Inc()
+		return true, nil, nil
+	case orders.Active:
+		return f.takeBack(ctx, tx, o)
+	}
+	// Terminal: nothing to do; clear a stale timer.
+	if o.NextDueAt != nil {
+		_, err := tx.Exec(ctx, `UPDATE orders SET next_due_at = NULL WHERE id = $1`, o.ID)
+		return false, nil, err
+	}
+	return false, nil, nil
+}
+
+// setStatus changes the status and the timer.
+func (f *Flow) setStatus(ctx context.Context, tx pgx.Tx, o orderstore.Row, to orders.Status, due time.Time) error {
+	if _, err := tx.Exec(ctx, `UPDATE orders SET status = $2, next_due_at = $3, updated_at = now() WHERE id = $1`, o.ID, string(to), due); err != nil {
+		return err
+	}
+	f.transitions.WithLabelValues(string(to)).Inc()
+	return nil
+}
+
+// wait schedules the order's next look at due and ends the step.
+func (f *Flow) wait(ctx context.Context, tx pgx.Tx, o orderstore.Row, due time.Time) (bool, action, error) {
+	_, err := tx.Exec(ctx, `UPDATE orders SET next_due_at = $2 WHERE id = $1`, o.ID, due)
+	return false, nil, err
+}
+
+// emit writes an order event into the outbox in tx.
+func (f *Flow) emit(ctx context.Context, tx pgx.Tx, o orderstore.Row, typ string, data any) error {
+	env, err := events.New(typ, o.AccountID, o.Network, data)
+	if err != nil {
+		return err
+	}
+	env.Test = o.Test
+	return outbox.Insert(ctx, tx, env)
+}
+
+// fail ends an undelivered order: status failed with the failure, the whole charge
+// reversed (captured, then refunded with balance.credited reason refund), order.failed.
+func (f *Flow) fail(ctx context.Context, tx pgx.Tx, o orderstore.Row, code *apierr.Code, msg string) error {
+	now := f.o.Now()
+	failure := orders.Failure{Code: code.Code, Slug: code.Slug, Message: msg}
+	if err := f.o.Ledger.CaptureHold(ctx, tx, o.ID, o.ChargedAmountSun); err != nil {
+		return fmt.Errorf("capture before reversal: %w", err)
+	}
+	if o.ChargedAmountSun > 0 {
+		if err := f.o.Ledger.Refund(ctx, tx, o.AccountID, "order_failed:"+o.ID, o.ChargedAmountSun, "order_failed", o.ID); err != nil {
+			return fmt.Errorf("reversal: %w", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'failed', failure = $2, refunded_amount_sun = charged_amount_sun,
+			ended_at = $3, next_due_at = NULL, updated_at = now() WHERE id = $1`,
+		o.ID, failure, now); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE order_fills SET state = 'failed', updated_at = now() WHERE order_id = $1 AND state IN ('reserved', 'broadcast')`, o.ID); err != nil {
+		return err
+	}
+	o.Status, o.Failure, o.RefundedAmountSun = orders.Failed, &failure, o.ChargedAmountSun
+	f.transitions.WithLabelValues(string(orders.Failed)).Inc()
+	f.log.Info("order failed", "order", o.ID, "code", code.Code, "reason", msg)
+	return f.emit(ctx, tx, o, orders.EventFailed, o.Record.FailedEvent(true))
+}

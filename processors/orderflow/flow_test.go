@@ -1,0 +1,290 @@
+package orderflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"rental/infra/orderstore"
+	"rental/processors/orders"
+)
+
+// The whole life of an energy order on the simulated chain: delegated with a lock covering
+// the tier, order.confirmed once the chain fact lands and the receiver's delegation is
+// verified, the charge captured to the SUN, then at expires_at undelegated and expired.
+func TestOrderLifecycleOnTheSimulator(t *testing.T) {
+	e := newEnv(t)
+	e.startFlow()
+	acc := e.account(100)
+	to := e.receiver(true)
+	o := e.order(acc, orderSpec{resource: orders.Energy, amount: 65_000, tier: "5m", receiver: to})
+	total := o.TotalAmountSun // 65,000 × 80 SUN
+
+	row := e.waitStatus(acc, o.ID, 20*time.Second, orders.Active)
+	if row.DeliveredAmount != 65_000 || row.Partial || len(row.DelegateHashes) != 1 || row.DelegatedAt == nil || row.ExpiresAt == nil {
+		t.Fatalf("active order %+v", row.Record)
+	}
+	if got := time.Time(*row.ExpiresAt).Sub(time.Time(*row.DelegatedAt)); got != 5*time.Minute {
+		t.Fatalf("expires_at - delegated_at = %s, want the 5m tier", got)
+	}
+	if d := e.delegated(to, orders.Energy); d <= 0 {
+		t.Fatalf("no delegation to the receiver on chain")
+	}
+	bal, res := e.balance(acc)
+	if bal != 100_000_000-total || res != 0 {
+		t.Fatalf("balance %d reserved %d, want %d and 0", bal, res, 100_000_000-total)
+	}
+	evs := e.events(o.ID)
+	if len(evs) != 1 || evs[0].Event != orders.EventConfirmed {
+		t.Fatalf("events %v, want one order.confirmed", evs)
+	}
+	var c orders.ConfirmedData
+	if err := json.Unmarshal(evs[0].Data, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.OrderID != o.ID || c.ClientOrderID != o.ClientOrderID || c.DelegateHash == nil || *c.DelegateHash != row.DelegateHashes[0] ||
+		c.DeliveredAmount != 65_000 || c.TotalAmountSun != total || c.RefundedAmountSun != 0 || c.Tier == nil || *c.Tier != "5m" ||
+		c.DurationSeconds == nil || *c.DurationSeconds != 300 || c.Receiver != to.String() || c.Activation.Performed {
+		t.Fatalf("order.confirmed data %+v", c)
+	}
+	// Every field the spec lists is present in the JSON.
+	var raw map[string]any
+	_ = json.Unmarshal(evs[0].Data, &raw)
+	for _, f := range []string{"order_id", "client_order_id", "batch_id", "subscription_id", "resource", "amount", "delivered_amount",
+		"partial", "tier", "duration_seconds", "receiver", "delegate_hash", "delegate_hashes", "delegated_at", "expires_at",
+		"total_amount_sun", "refunded_amount_sun", "activation"} {
+		if _, ok := raw[f]; !ok {
+			t.Errorf("order.confirmed lacks %s", f)
+		}
+	}
+
+	// The rental window ends: the chain's lock is over and the wall clock is past expires_at.
+	if _, err := e.sim.Mine(120); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(5*time.Minute + time.Second)
+	row = e.waitStatus(acc, o.ID, 20*time.Second, orders.Expired)
+	deadline := time.Now().Add(10 * time.Second)
+	for e.delegated(to, orders.Energy) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the delegation was not taken back on chain")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	evs = e.events(o.ID)
+	if len(evs) != 2 || evs[1].Event != orders.EventExpired {
+		t.Fatalf("events %v, want order.confirmed then order.expired", evs)
+	}
+	var x orders.EndedData
+	_ = json.Unmarshal(evs[1].Data, &x)
+	if x.ExpiredAt == nil || x.ReclaimedAt != nil || x.ReclaimHash == nil || x.RefundedAmountSun != 0 {
+		t.Fatalf("order.expired data %+v", x)
+	}
+	if bal2, _ := e.balance(acc); bal2 != bal {
+		t.Fatalf("expiry changed the balance: %d -> %d (no refund of a rental)", bal, bal2)
+	}
+	e.invariants()
+}
+
+// activate = true on a receiver that never existed: the account is created on chain first,
+// then the delegation; the activation fee is charged and reported.
+func TestActivationBeforeDelegation(t *testing.T) {
+	e := newEnv(t)
+	e.startFlow()
+	acc := e.account(100)
+	to := e.receiver(false)
+	o := e.order(acc, orderSpec{resource: orders.Energy, amount: 32_000, tier: "1h", activate: true, receiver: to})
+	row := e.waitStatus(acc, o.ID, 20*time.Second, orders.Active)
+	if !row.Activation.Performed || row.Activation.Hash == nil || row.Activation.AmountSun != 1_500_000 {
+		t.Fatalf("activation %+v", row.Activation)
+	}
+	acct, err := e.node.GetAccount(context.Background(), to)
+	if err != nil || !acct.Exists() {
+		t.Fatalf("receiver not activated on chain: %v", err)
+	}
+	if bal, _ := e.balance(acc); bal != 100_000_000-32_000*80-1_500_000 {
+		t.Fatalf("balance %d", bal)
+	}
+	e.invariants()
+}
+
+// Each fault of the simulator ends in the specified failure path: order failed with 5002,
+// the whole charge reversed (refund_complete, balance.credited with reason refund and the
+// order as reference_id), available back to where it was.
+func TestFaultsFailTheOrderAndReverseTheCharge(t *testing.T) {
+	for _, tc := range []struct {
+		fault  string
+		blocks int
+	}{
+		{"reject_delegation", 0},
+		{"drop_tx", 0},
+		{"slow_confirm", 40}, // held past the transaction's 60 s expiration: it can never land
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			e := newEnv(t)
+			e.startFlow()
+			acc := e.account(100)
+			to := e.receiver(true)
+			e.control("/sim/faults", map[string]any{"kind": tc.fault, "count": 1, "blocks": tc.blocks}, nil)
+			o := e.order(acc, orderSpec{resource: orders.Energy, amount: 65_000, tier: "1h", receiver: to})
+			row := e.waitStatus(acc, o.ID, 30*time.Second, orders.Failed)
+			if row.Failure == nil || row.Failure.Code != 5002 || row.Failure.Slug != "delegation_failed" || row.RefundedAmountSun != row.ChargedAmountSun {
+				t.Fatalf("failed order %+v failure %+v", row.Record, row.Failure)
+			}
+			if bal, res := e.balance(acc); bal != 100_000_000 || res != 0 {
+				t.Fatalf("balance %d reserved %d after the reversal, want 100 TRX and 0", bal, res)
+			}
+			evs := e.events(o.ID)
+			if len(evs) != 1 || evs[0].Event != orders.EventFailed {
+				t.Fatalf("events %v", evs)
+			}
+			var fd orders.FailedData
+			_ = json.Unmarshal(evs[0].Data, &fd)
+			if !fd.RefundComplete || fd.Failure.Code != 5002 || fd.ChargedAmountSun != o.TotalAmountSun || fd.RefundedAmountSun != o.TotalAmountSun {
+				t.Fatalf("order.failed %+v", fd)
+			}
+			var credited int
+			err := e.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox WHERE topic = 'events.accounts.v1'
+				AND convert_from(value, 'UTF8')::jsonb->>'event' = 'balance.credited'
+				AND convert_from(value, 'UTF8')::jsonb->'data'->>'reason' = 'refund'
+				AND convert_from(value, 'UTF8')::jsonb->'data'->>'reference_id' = $1`, o.ID).Scan(&credited)
+			if err != nil || credited != 1 {
+				t.Fatalf("balance.credited refunds for the order: %d (%v), want 1", credited, err)
+			}
+			if d := e.delegated(to, orders.Energy); d != 0 {
+				t.Fatalf("a failed order left %d SUN delegated", d)
+			}
+			e.invariants()
+		})
+	}
+}
+
+// node_down: the processor retries through a node outage and delivers.
+func TestNodeDownIsRetried(t *testing.T) {
+	e := newEnv(t)
+	e.startFlow()
+	acc := e.account(100)
+	to := e.receiver(true)
+	e.control("/sim/faults", map[string]any{"kind": "node_down", "count": 6}, nil)
+	o := e.order(acc, orderSpec{resource: orders.Energy, amount: 65_000, tier: "1h", receiver: to})
+	e.waitStatus(acc, o.ID, 30*time.Second, orders.Active)
+	e.invariants()
+}
+
+// A pool too small for the order: what it has is delivered, partial is set and the
+// undelivered share is refunded at once (order.confirmed carries it).
+func TestPartialDeliveryRefundsProRata(t *testing.T) {
+	e := newEnv(t, 1_000) // 1,000 TRX staked: far less energy than asked
+	e.startFlow()
+	acc := e.account(5_000)
+	to := e.receiver(true)
+	o := e.order(acc, orderSpec{resource: orders.Energy, amount: 10_000_000, tier: "1h", receiver: to})
+	row := e.waitStatus(acc, o.ID, 20*time.Second, orders.Active, orders.Failed)
+	if row.Status != orders.Active || !row.Partial || row.DeliveredAmount <= 0 || row.DeliveredAmount >= o.Amount {
+		t.Fatalf("order %+v", row.Record)
+	}
+	want := orders.ProRataRefund(o.EnergyAmountSun, o.Amount, row.DeliveredAmount)
+	if row.RefundedAmountSun != want || want <= 0 {
+		t.Fatalf("refunded %d, want %d", row.RefundedAmountSun, want)
+	}
+	bal, res := e.balance(acc)
+	if bal != 5_000_000_000-o.TotalAmountSun+want || res != 0 {
+		t.Fatalf("balance %d reserved %d", bal, res)
+	}
+	evs := e.events(o.ID)
+	var c orders.ConfirmedData
+	_ = json.Unmarshal(evs[0].Data, &c)
+	if !c.Partial || c.RefundedAmountSun != want || c.DeliveredAmount != row.DeliveredAmount {
+		t.Fatalf("order.confirmed %+v", c)
+	}
+	e.invariants()
+}
+
+// A reclaim request ends the rental early once the chain allows the undelegation:
+// order.reclaimed, no refund.
+func TestReclaim(t *testing.T) {
+	e := newEnv(t)
+	e.startFlow()
+	acc := e.account(100)
+	to := e.receiver(true)
+	o := e.order(acc, orderSpec{resource: orders.Energy, amount: 65_000, tier: "5m", receiver: to})
+	e.waitStatus(acc, o.ID, 20*time.Second, orders.Active)
+	bal, _ := e.balance(acc)
+	requestReclaim(t, e, o.ID)
+	if _, err := e.sim.Mine(120); err != nil { // past the lock on the chain's clock
+		t.Fatal(err)
+	}
+	row := e.waitStatus(acc, o.ID, 30*time.Second, orders.Reclaimed)
+	if row.RefundedAmountSun != 0 {
+		t.Fatalf("reclaim refunded %d", row.RefundedAmountSun)
+	}
+	evs := e.events(o.ID)
+	if evs[len(evs)-1].Event != orders.EventReclaimed {
+		t.Fatalf("events %v", evs)
+	}
+	var x orders.EndedData
+	_ = json.Unmarshal(evs[len(evs)-1].Data, &x)
+	if x.ReclaimedAt == nil || x.ReclaimHash == nil {
+		t.Fatalf("order.reclaimed %+v", x)
+	}
+	if b, _ := e.balance(acc); b != bal {
+		t.Fatalf("reclaim changed the balance %d -> %d", bal, b)
+	}
+	e.invariants()
+}
+
+func requestReclaim(t *testing.T, e *env, id string) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := e.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `UPDATE orders SET reclaim_requested_at = now(), next_due_at = now() WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := orderstore.Enqueue(ctx, tx, id, orderstore.IntentReclaim); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Support refunds a delivered order: refunded with the reason, order.refunded, the rest
+// of the charge back on the balance with balance.credited (reason refund); once only.
+func TestSupportRefund(t *testing.T) {
+	e := newEnv(t)
+	f := e.startFlowReturning()
+	acc := e.account(100)
+	to := e.receiver(true)
+	o := e.order(acc, orderSpec{resource: orders.Energy, amount: 65_000, tier: "1h", receiver: to})
+	e.waitStatus(acc, o.ID, 20*time.Second, orders.Active)
+	if _, err := f.SupportRefund(context.Background(), o.ID, "not-a-reason", "support:test"); err == nil {
+		t.Fatal("a reason outside the spec's list was accepted")
+	}
+	row, err := f.SupportRefund(context.Background(), o.ID, "incident_credit", "support:test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Status != orders.Refunded || row.RefundedAmountSun != o.TotalAmountSun {
+		t.Fatalf("refunded order %+v", row.Record)
+	}
+	if bal, res := e.balance(acc); bal != 100_000_000 || res != 0 {
+		t.Fatalf("balance %d reserved %d", bal, res)
+	}
+	if _, err := f.SupportRefund(context.Background(), o.ID, "incident_credit", "support:test"); !errors.Is(err, ErrNotRefundable) {
+		t.Fatalf("second refund: %v", err)
+	}
+	evs := e.events(o.ID)
+	last := evs[len(evs)-1]
+	var rd orders.RefundedData
+	_ = json.Unmarshal(last.Data, &rd)
+	if last.Event != orders.EventRefunded || rd.Reason != "incident_credit" || !rd.RefundComplete || rd.RefundedAmountSun != o.TotalAmountSun {
+		t.Fatalf("order.refunded %s %+v", last.Event, rd)
+	}
+	e.invariants()
+}

@@ -1,0 +1,63 @@
+package orderflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"rental/infra/orderstore"
+	"rental/processors/orders"
+)
+
+// ErrNotRefundable is a support refund of an order that was never delivered or has
+// already been reversed.
+var ErrNotRefundable = errors.New("orderflow: order cannot be refunded")
+
+// SupportRefund reverses a delivered order for one of the spec's reasons: the rest of the
+// charge not yet refunded goes back to the balance (balance.credited, reason refund,
+// reference_id the order), the order becomes refunded and order.refunded is sent, all in one
+// transaction with an audit row. A live delegation is left to run out; the money is what
+// is reversed. Repeating it for a refunded order is ErrNotRefundable (nothing twice).
+func (f *Flow) SupportRefund(ctx context.Context, orderID, reason, actor string) (orderstore.Row, error) {
+	if !orders.ValidRefundReason(reason) {
+		return orderstore.Row{}, fmt.Errorf("orderflow: reason %q is not one of %v", reason, orders.RefundReasons)
+	}
+	var out orderstore.Row
+	err := pgx.BeginFunc(ctx, f.o.Pool, func(tx pgx.Tx) error {
+		o, err := orderstore.Lock(ctx, tx, orderID)
+		if err != nil {
+			return err
+		}
+		switch o.Status {
+		case orders.Confirmed, orders.Active, orders.Expired, orders.Reclaimed:
+		default:
+			return fmt.Errorf("%w: it is %s", ErrNotRefundable, o.Status)
+		}
+		amount := o.ChargedAmountSun - o.RefundedAmountSun
+		now := f.o.Now().UTC().Truncate(time.Millisecond)
+		if amount > 0 {
+			if err := f.o.Ledger.Refund(ctx, tx, o.AccountID, "support_refund:"+o.ID, amount, reason, o.ID); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'refunded', refunded_amount_sun = charged_amount_sun, refund_reason = $2,
+				ended_at = coalesce(ended_at, $3), next_due_at = NULL, updated_at = now() WHERE id = $1`, o.ID, reason, now); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO audit_log (account_id, actor, action, details) VALUES ($1, $2, 'order.refund', $3)`,
+			o.AccountID, actor, map[string]any{"order_id": o.ID, "reason": reason, "amount_sun": amount}); err != nil {
+			return err
+		}
+		o.Status, o.RefundedAmountSun = orders.Refunded, o.ChargedAmountSun
+		f.transitions.WithLabelValues(string(orders.Refunded)).Inc()
+		if err := f.emit(ctx, tx, o, orders.EventRefunded, o.Record.RefundedEvent(reason, now)); err != nil {
+			return err
+		}
+		out = o
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,179 @@
+package orderflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"rental/infra/kafka"
+	"rental/infra/orderstore"
+	"rental/schemas/events"
+	"rental/schemas/topics"
+)
+
+// RunOptions configure the processor's inputs.
+type RunOptions struct {
+	Brokers []string
+	// Group names the consumer groups ("<group>.intents" and "<group>.chain"; default
+	// "orderflow"). Replicas share them: partitions are spread over the replicas.
+	Group string
+	// SweepEvery is how often due orders are claimed (default 250 ms).
+	SweepEvery time.Duration
+	// Workers bound how many due orders one replica advances at once (default 8).
+	Workers int
+	// ClientOpts are added to the Kafka clients (tests shorten timeouts).
+	ClientOpts []kgo.Opt
+}
+
+// Run consumes order intents and chain facts and sweeps due orders until ctx ends.
+func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
+	if ro.Group == "" {
+		ro.Group = "orderflow"
+	}
+	if ro.SweepEvery <= 0 {
+		ro.SweepEvery = 250 * time.Millisecond
+	}
+	if ro.Workers <= 0 {
+		ro.Workers = 8
+	}
+	if err := f.RegisterPools(ctx); err != nil {
+		return err
+	}
+	intents, err := kafka.NewRunner(kafka.RunnerOptions{
+		Brokers: ro.Brokers, Group: ro.Group + ".intents", Topics: []string{topics.OrderIntents.Name},
+		Handler: f.HandleIntent, Logger: f.log, Registerer: f.o.Registerer, ClientOpts: ro.ClientOpts,
+	})
+	if err != nil {
+		return err
+	}
+	facts, err := kafka.NewRunner(kafka.RunnerOptions{
+		Brokers: ro.Brokers, Group: ro.Group + ".chain", Topics: []string{topics.ChainFacts.Name},
+		Handler: f.HandleFact, Logger: f.log, Registerer: f.o.Registerer, ClientOpts: ro.ClientOpts,
+	})
+	if err != nil {
+		return err
+	}
+	f.log.Info("order processor up", "pools", len(f.o.Pools), "group", ro.Group)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return intents.Run(gctx) })
+	g.Go(func() error { return facts.Run(gctx) })
+	g.Go(func() error { return f.sweep(gctx, ro) })
+	err = g.Wait()
+	f.log.Info("order processor stopped")
+	return err
+}
+
+// HandleIntent advances the order an intent names.
+func (f *Flow) HandleIntent(ctx context.Context, r *kgo.Record) error {
+	var in orderstore.Intent
+	if err := json.Unmarshal(r.Value, &in); err != nil || in.OrderID == "" {
+		f.log.Error("malformed order intent skipped", "offset", r.Offset, "partition", r.Partition)
+		return nil
+	}
+	f.advanceLogged(ctx, in.OrderID)
+	return nil
+}
+
+// advanceLogged advances an order for a consumer. A failing step is not the record's
+// fault: Advance has already made the order due again, and the due-order sweep retries it,
+// so the record is done and its partition moves on (retrying it here would hold up every
+// other order on the partition, for as long as the chain keeps refusing, say, an
+// undelegation while a lock runs).
+func (f *Flow) advanceLogged(ctx context.Context, orderID string) {
+	if err := f.Advance(ctx, orderID); err != nil && ctx.Err() == nil {
+		f.log.Warn("order step failed; retried when due", "order", orderID, "err", err)
+	}
+}
+
+// HandleFact applies the block result of a journaled transaction, then advances its order.
+func (f *Flow) HandleFact(ctx context.Context, r *kgo.Record) error {
+	var fact events.ChainFact
+	if err := json.Unmarshal(r.Value, &fact); err != nil {
+		f.log.Error("malformed chain fact skipped", "offset", r.Offset, "partition", r.Partition)
+		return nil
+	}
+	var orderID string
+	var err error
+	switch {
+	case fact.Kind == events.FactTxResult:
+		state := stateLanded
+		if fact.Result != "SUCCESS" {
+			state = stateFailed
+		}
+		err = f.o.Pool.QueryRow(ctx, `UPDATE signed_txs SET state = $2, result = $3, block_num = $4, block_time = $5, updated_at = now()
+			WHERE txid = $1 AND state IN ('signed', 'broadcast') RETURNING order_id`,
+			fact.TxID, state, fact.Result, fact.BlockNum, time.Time(fact.BlockTime)).Scan(&orderID)
+	case fact.Kind == events.FactRevert && fact.RevertedKind == events.FactTxResult:
+		// The block was orphaned: the transaction is back to waiting for a block, unless
+		// its order already moved on (then the new branch's fact settles it again).
+		err = f.o.Pool.QueryRow(ctx, `UPDATE signed_txs s SET state = 'broadcast', result = NULL, block_num = NULL, block_time = NULL, updated_at = now()
+			FROM orders o WHERE s.txid = $1 AND s.order_id = o.id AND s.state IN ('landed', 'failed')
+			AND o.status IN ('allocating', 'delegated') RETURNING s.order_id`, fact.TxID).Scan(&orderID)
+	default:
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Not ours, or applied before: still advance a known order, in case a crash
+		// came between applying the fact and advancing.
+		err = f.o.Pool.QueryRow(ctx, `SELECT order_id FROM signed_txs WHERE txid = $1`, fact.TxID).Scan(&orderID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("apply chain fact %s: %w", fact.FactID, err)
+	}
+	f.advanceLogged(ctx, orderID)
+	return nil
+}
+
+// sweep claims due orders (timers: confirmation deadlines, expiry, retries) and advances
+// them. A claim pushes next_due_at a lease ahead, so an order claimed by a replica that
+// dies is taken up by another after the lease.
+func (f *Flow) sweep(ctx context.Context, ro RunOptions) error {
+	t := time.NewTicker(ro.SweepEvery)
+	defer t.Stop()
+	sem := make(chan struct{}, ro.Workers)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		ids, err := f.claimDue(ctx, ro.Workers*4)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			f.log.Warn("claiming due orders failed", "err", err)
+			continue
+		}
+		for _, id := range ids {
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem }()
+				if err := f.Advance(ctx, id); err != nil && ctx.Err() == nil {
+					f.log.Warn("due order step failed; it is due again shortly", "order", id, "err", err)
+				}
+			}()
+		}
+	}
+}
+
+// claimDue takes up to n orders whose next_due_at has passed.
+func (f *Flow) claimDue(ctx context.Context, n int) ([]string, error) {
+	now := f.o.Now()
+	rows, err := f.o.Pool.Query(ctx, `UPDATE orders SET next_due_at = $2 WHERE id IN (
+			SELECT id FROM orders WHERE next_due_at <= $1 ORDER BY next_due_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+		RETURNING id`, now, now.Add(30*time.Second), n)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}

@@ -1,0 +1,658 @@
+package orderflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"rental/chainwatch"
+	"rental/infra/orderstore"
+	"rental/infra/supply"
+	"rental/infra/tron"
+	"rental/processors/orders"
+	"rental/processors/pricing"
+	"rental/schemas/apierr"
+)
+
+// fill is one part of an order: who delivers how much.
+type fill struct {
+	Seq        int
+	Source     string       // "pool" or a provider's slug
+	Pool       tron.Address // the address delegating: our pool or the provider's
+	Amount     int64        // resource units
+	BalanceSun int64        // staked TRX delegated for them
+	State      string
+}
+
+func fills(ctx context.Context, tx pgx.Tx, orderID string) ([]fill, error) {
+	rows, err := tx.Query(ctx, `SELECT seq, source, pool_address, amount, balance_sun, state FROM order_fills WHERE order_id = $1 ORDER BY seq`, orderID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []fill
+	for rows.Next() {
+		var fl fill
+		var pool string
+		if err := rows.Scan(&fl.Seq, &fl.Source, &pool, &fl.Amount, &fl.BalanceSun, &fl.State); err != nil {
+			return nil, err
+		}
+		a, err := tron.ParseAddress(pool)
+		if err != nil {
+			return nil, err
+		}
+		fl.Pool = a
+		out = append(out, fl)
+	}
+	return out, rows.Err()
+}
+
+func resourceCode(r orders.Resource) tron.ResourceCode {
+	if r == orders.Bandwidth {
+		return tron.Bandwidth
+	}
+	return tron.Energy
+}
+
+// perUnit returns the network's conversion for the resource: units = balanceSun × limit /
+// (weight × 1 TRX).
+func perUnit(res *tron.AccountResource, r orders.Resource) (limit, weight int64) {
+	if r == orders.Bandwidth {
+		return res.TotalNetLimit, res.TotalNetWeight
+	}
+	return res.TotalEnergyLimit, res.TotalEnergyWeight
+}
+
+// allocate reserves stake for the order from the own pools, cheapest source first, under
+// the pool rows' locks: what a pool can delegate is the chain's figure minus the fills
+// reserved or broadcast but not yet seen landed, so two replicas never sell the same stake.
+// A shortfall is delivered partially (partial flag and pro-rata refund at confirmation);
+// no stock at all fails the order with 5001, charge reversed.
+func (f *Flow) allocate(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, action, error) {
+	now := f.o.Now()
+	if o.Resource == orders.Activation {
+		return true, nil, f.setStatus(ctx, tx, o, orders.Allocating, now.Add(30*time.Second))
+	}
+	remaining := o.Amount
+	seq := 0
+	if o.Network.SellsOwnStake() && len(f.o.Pools) > 0 {
+		var err error
+		if seq, remaining, err = f.allocatePools(ctx, tx, o); err != nil {
+			return false, nil, err
+		}
+	}
+	providers := 0
+	for _, p := range f.o.Providers {
+		if remaining <= 0 {
+			break
+		}
+		got, err := f.allocateProvider(ctx, tx, o, p, seq, remaining)
+		if err != nil {
+			return false, nil, err
+		}
+		if got > 0 {
+			seq++
+			providers++
+			remaining -= got
+		}
+	}
+	if seq == 0 {
+		return true, nil, f.fail(ctx, tx, o, apierr.InsufficientSupply, "neither the stake pools nor the providers could fill the order when it was allocated")
+	}
+	filledBy := orders.FilledByPool
+	if providers > 0 {
+		// A provider's part cannot be taken back by us: the order reports the provider
+		// (reclaim answers 3008).
+		if err := tx.QueryRow(ctx, `SELECT source FROM order_fills WHERE order_id = $1 AND source <> 'pool' ORDER BY seq LIMIT 1`, o.ID).
+			Scan(&filledBy); err != nil {
+			return false, nil, err
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE orders SET filled_by = $2 WHERE id = $1`, o.ID, filledBy); err != nil {
+		return false, nil, err
+	}
+	return true, nil, f.setStatus(ctx, tx, o, orders.Allocating, now.Add(30*time.Second))
+}
+
+// allocateProvider buys up to amount from a market provider. The provider delegates
+// itself; its answer becomes a fill that is already broadcast, journaled under the
+// provider's address so that settling, verification and the chain facts treat it like our
+// own. ref makes the purchase idempotent: after a crash the same ref answers the same
+// delegation.
+func (f *Flow) allocateProvider(ctx context.Context, tx pgx.Tx, o orderstore.Row, p Provider, seq int, amount int64) (int64, error) {
+	req := supply.ProviderOrderRequest{Ref: fmt.Sprintf("%s:%d", o.ID, seq), Resource: pricingResource(o.Resource), Tier: tierOf(o), Amount: amount, Receiver: o.Receiver}
+	r, err := p.Order(ctx, req)
+	if errors.Is(err, supply.ErrProviderSoldOut) {
+		f.log.Info("provider sold out", "order", o.ID, "provider", p.Slug(), "amount", amount)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("provider %s: %w", p.Slug(), err)
+	}
+	head, err := f.o.Node.GetNowBlock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO order_fills (order_id, seq, source, pool_address, amount, balance_sun, state, delegate_txid)
+		VALUES ($1, $2, $3, $4, $5, $6, 'broadcast', $7)`, o.ID, seq, p.Slug(), r.From, r.Amount, r.BalanceSun, r.TxID); err != nil {
+		return 0, err
+	}
+	// The provider's transaction expires like any other: a minute of chain time after it
+	// was built, at the latest.
+	exp := time.UnixMilli(head.BlockHeader.RawData.Timestamp + 60_000)
+	if _, err := tx.Exec(ctx, `INSERT INTO signed_txs (txid, order_id, purpose, fill_seq, attempt, signer, tx, expiration, state)
+		VALUES ($1, $2, 'delegate', $3, 0, $4, $5, $6, 'broadcast') ON CONFLICT (txid) DO NOTHING`,
+		r.TxID, o.ID, seq, r.From, map[string]any{"provider": p.Slug(), "ref": req.Ref}, exp); err != nil {
+		return 0, err
+	}
+	return r.Amount, chainwatch.Track(ctx, tx, r.TxID)
+}
+
+// allocatePools reserves stake from the own pools; it returns the next fill sequence
+// number and what is left to allocate.
+func (f *Flow) allocatePools(ctx context.Context, tx pgx.Tx, o orderstore.Row) (int, int64, error) {
+	rows, err := tx.Query(ctx, `SELECT address FROM stake_pools WHERE network = $1 ORDER BY address FOR UPDATE`, string(o.Network))
+	if err != nil {
+		return 0, 0, err
+	}
+	var pools []tron.Address
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return 0, 0, err
+		}
+		if a, err := tron.ParseAddress(s); err == nil {
+			if _, ours := f.byAddr[a]; ours {
+				pools = append(pools, a)
+			}
+		}
+	}
+	rows.Close()
+	remaining := o.Amount
+	if len(pools) == 0 {
+		return 0, remaining, nil
+	}
+	res, err := f.o.Node.GetAccountResource(ctx, pools[0])
+	if err != nil {
+		return 0, 0, fmt.Errorf("read network weights: %w", err)
+	}
+	limit, weight := perUnit(res, o.Resource)
+	seq := 0
+	for _, p := range pools {
+		if remaining <= 0 {
+			break
+		}
+		can, err := f.o.Node.GetCanDelegatedMaxSize(ctx, p, resourceCode(o.Resource))
+		if err != nil {
+			return 0, 0, fmt.Errorf("read pool %s: %w", p, err)
+		}
+		var inflight int64
+		if err := tx.QueryRow(ctx, `SELECT coalesce(sum(balance_sun), 0) FROM order_fills
+			WHERE pool_address = $1 AND source = 'pool' AND state IN ('reserved', 'broadcast')`, p.String()).Scan(&inflight); err != nil {
+			return 0, 0, err
+		}
+		avail := (can - inflight) / tron.SunPerTRX * tron.SunPerTRX // delegations move whole TRX
+		if avail < tron.SunPerTRX {
+			continue
+		}
+		need, err := f.balanceFor(remaining, limit, weight)
+		if err != nil {
+			return 0, 0, err
+		}
+		take, amount := need, remaining
+		if need > avail {
+			take = avail
+			got, err := tron.EnergyForBalance(take, limit, weight)
+			if err != nil {
+				return 0, 0, err
+			}
+			amount = min(remaining, got*10_000/(10_000+f.o.MarginBps))
+			if amount <= 0 {
+				continue
+			}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO order_fills (order_id, seq, source, pool_address, amount, balance_sun, state)
+			VALUES ($1, $2, 'pool', $3, $4, $5, 'reserved')`, o.ID, seq, p.String(), amount, take); err != nil {
+			return 0, 0, err
+		}
+		seq++
+		remaining -= amount
+		if remaining <= 0 {
+			break
+		}
+	}
+	return seq, remaining, nil
+}
+
+func pricingResource(r orders.Resource) pricing.Resource { return pricing.Resource(r) }
+
+func tierOf(o orderstore.Row) pricing.Tier {
+	if o.Tier == nil {
+		return ""
+	}
+	return pricing.Tier(*o.Tier)
+}
+
+// balanceFor is the staked balance (whole TRX, with the drift margin) that yields units.
+func (f *Flow) balanceFor(units, limit, weight int64) (int64, error) {
+	b, err := tron.BalanceForEnergy(units, limit, weight)
+	if err != nil {
+		return 0, err
+	}
+	b += b * f.o.MarginBps / 10_000
+	b = (b + tron.SunPerTRX - 1) / tron.SunPerTRX * tron.SunPerTRX
+	return max(b, tron.SunPerTRX), nil
+}
+
+// deliver activates the receiver when asked and needed, then signs and broadcasts one
+// delegation per fill. It returns an action that broadcasts after commit.
+func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, action, error) {
+	now := f.o.Now()
+	js, err := journal(ctx, tx, o.ID)
+	if err != nil {
+		return false, nil, err
+	}
+	receiver, err := tron.ParseAddress(o.Receiver)
+	if err != nil {
+		return false, nil, err
+	}
+
+	// Activation first: a delegation to an account that does not exist is refused.
+	if o.ActivationAmountSun > 0 && !o.Activation.Performed {
+		j, ok := latest(js, purposeActivate, -1)
+		if !ok {
+			owner := f.o.Pools[0].Address()
+			c := &tron.AccountCreateContract{OwnerAddress: owner, AccountAddress: receiver}
+			j, err = f.sign(ctx, tx, o, purposeActivate, -1, 0, c, func(ctx context.Context) (*tron.Transaction, error) {
+				return f.o.Node.CreateAccount(ctx, c)
+			})
+			if err != nil {
+				return false, nil, err
+			}
+		}
+		switch j.State {
+		case stateSigned:
+			_, err := tx.Exec(ctx, `UPDATE orders SET next_due_at = $2 WHERE id = $1`, o.ID, now.Add(f.o.RetryEvery))
+			return false, f.broadcastAll([]journalRow{j}), err
+		case stateDropped, stateFailed:
+			return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "the receiver's activation was refused by the chain")
+		case stateBroadcast, stateLanded:
+			// Delegating needs the account in a block, not yet at confirmation depth.
+			info, err := f.o.Node.GetTransactionInfoByID(ctx, j.TxID)
+			if errors.Is(err, tron.ErrNotFound) {
+				return f.landedOrDropped(ctx, tx, o, j)
+			}
+			if err != nil {
+				return false, nil, err
+			}
+			if info.Result == "FAILED" {
+				return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "the receiver's activation failed on chain")
+			}
+			if _, err := tx.Exec(ctx, `UPDATE orders SET activation_performed = true, activation_hash = $2, updated_at = now() WHERE id = $1`,
+				o.ID, j.TxID); err != nil {
+				return false, nil, err
+			}
+			return true, nil, nil
+		}
+	}
+	if o.Resource == orders.Activation {
+		// Nothing to delegate: the order is delivered once its activation is (or was
+		// already) on chain.
+		return true, nil, f.setStatus(ctx, tx, o, orders.Delegated, now.Add(f.o.RetryEvery))
+	}
+
+	fs, err := fills(ctx, tx, o.ID)
+	if err != nil {
+		return false, nil, err
+	}
+	var pending []journalRow
+	allSent := true
+	for _, fl := range fs {
+		if fl.State != "reserved" {
+			continue
+		}
+		j, ok := latest(js, purposeDelegate, fl.Seq)
+		if !ok {
+			lock, err := orders.LockPeriodBlocks(*o.DurationSeconds, f.lockCap)
+			if err != nil {
+				return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, err.Error())
+			}
+			c := &tron.DelegateResourceContract{OwnerAddress: fl.Pool, Resource: resourceCode(o.Resource), Balance: fl.BalanceSun,
+				ReceiverAddress: receiver, Lock: true, LockPeriod: lock}
+			j, err = f.sign(ctx, tx, o, purposeDelegate, fl.Seq, 0, c, func(ctx context.Context) (*tron.Transaction, error) {
+				return f.o.Node.DelegateResource(ctx, c)
+			})
+			if err != nil {
+				var ne *tron.NodeError
+				if errors.As(err, &ne) && ne.Code != "" {
+					// The node refused to build it (the pool changed under us): this
+					// part cannot be delivered.
+					f.log.Info("delegation refused at build", "order", o.ID, "fill", fl.Seq, "err", err)
+					if _, err := tx.Exec(ctx, `UPDATE order_fills SET state = 'failed', updated_at = now() WHERE order_id = $1 AND seq = $2`, o.ID, fl.Seq); err != nil {
+						return false, nil, err
+					}
+					continue
+				}
+				return false, nil, err
+			}
+		}
+		switch j.State {
+		case stateSigned:
+			pending = append(pending, j)
+			allSent = false
+		case stateDropped, stateFailed:
+			if _, err := tx.Exec(ctx, `UPDATE order_fills SET state = 'failed', updated_at = now() WHERE order_id = $1 AND seq = $2`, o.ID, fl.Seq); err != nil {
+				return false, nil, err
+			}
+		default: // broadcast or landed
+			if _, err := tx.Exec(ctx, `UPDATE order_fills SET state = 'broadcast', delegate_txid = $3, updated_at = now()
+				WHERE order_id = $1 AND seq = $2`, o.ID, fl.Seq, j.TxID); err != nil {
+				return false, nil, err
+			}
+		}
+	}
+	if !allSent {
+		_, err := tx.Exec(ctx, `UPDATE orders SET next_due_at = $2 WHERE id = $1`, o.ID, now.Add(f.o.RetryEvery))
+		return false, f.broadcastAll(pending), err
+	}
+	var hashes []string
+	if err := tx.QueryRow(ctx, `SELECT coalesce(array_agg(delegate_txid ORDER BY seq), '{}') FROM order_fills
+		WHERE order_id = $1 AND state = 'broadcast'`, o.ID).Scan(&hashes); err != nil {
+		return false, nil, err
+	}
+	if len(hashes) == 0 {
+		return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "every delegation was refused by the chain")
+	}
+	if _, err := tx.Exec(ctx, `UPDATE orders SET delegate_hashes = $2, updated_at = now() WHERE id = $1`, o.ID, hashes); err != nil {
+		return false, nil, err
+	}
+	return true, nil, f.setStatus(ctx, tx, o, orders.Delegated, now.Add(f.o.LandGrace))
+}
+
+// landedOrDropped decides about a broadcast transaction the node does not show in a
+// block: past its expiration on the chain's clock it can never land (dropped); before, the
+// order waits.
+func (f *Flow) landedOrDropped(ctx context.Context, tx pgx.Tx, o orderstore.Row, j journalRow) (bool, action, error) {
+	head, err := f.headTime(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	if head > j.Expiration {
+		if _, err := tx.Exec(ctx, `UPDATE signed_txs SET state = 'dropped', result = 'EXPIRED_OUTSIDE_BLOCK', updated_at = now()
+			WHERE txid = $1 AND state IN ('signed', 'broadcast')`, j.TxID); err != nil {
+			return false, nil, err
+		}
+		return true, nil, nil
+	}
+	return f.wait(ctx, tx, o, f.o.Now().Add(f.o.RetryEvery))
+}
+
+// settle waits for every delegation's block result (chain facts set the journal rows),
+// then confirms what landed after checking the receiver's delegated balance on chain, or
+// fails the order when nothing did.
+func (f *Flow) settle(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, action, error) {
+	now := f.o.Now()
+	js, err := journal(ctx, tx, o.ID)
+	if err != nil {
+		return false, nil, err
+	}
+	fs, err := fills(ctx, tx, o.ID)
+	if err != nil {
+		return false, nil, err
+	}
+	var firstBlock *time.Time
+	for _, fl := range fs {
+		if fl.State != "broadcast" {
+			continue
+		}
+		j, ok := latest(js, purposeDelegate, fl.Seq)
+		if !ok {
+			return false, nil, fmt.Errorf("fill %d broadcast without a journal row", fl.Seq)
+		}
+		if !j.settled() {
+			info, err := f.o.Node.GetTransactionInfoByID(ctx, j.TxID)
+			if errors.Is(err, tron.ErrNotFound) {
+				return f.landedOrDropped(ctx, tx, o, j)
+			}
+			if err != nil {
+				return false, nil, err
+			}
+			// In a block. Its chain fact normally settles it; when the fact is late (the
+			// follower or this consumer group is behind) and the node shows the block at
+			// the confirmation depth, the node's answer settles it instead.
+			if j, err = f.settleFromNode(ctx, tx, j, info); err != nil {
+				return false, nil, err
+			}
+			if !j.settled() {
+				return f.wait(ctx, tx, o, now.Add(f.o.LandGrace))
+			}
+		}
+		state := "landed"
+		if j.State != stateLanded || (j.Result != nil && *j.Result != "SUCCESS") {
+			state = "failed"
+		} else if j.BlockTime != nil && (firstBlock == nil || j.BlockTime.Before(*firstBlock)) {
+			t := *j.BlockTime
+			firstBlock = &t
+		}
+		if _, err := tx.Exec(ctx, `UPDATE order_fills SET state = $3, updated_at = now() WHERE order_id = $1 AND seq = $2`, o.ID, fl.Seq, state); err != nil {
+			return false, nil, err
+		}
+	}
+	fs, err = fills(ctx, tx, o.ID)
+	if err != nil {
+		return false, nil, err
+	}
+	var delivered int64
+	byPool := map[tron.Address]int64{}
+	for _, fl := range fs {
+		if fl.State == "landed" {
+			delivered += fl.Amount
+			byPool[fl.Pool] += fl.BalanceSun
+		}
+	}
+	if o.Resource != orders.Activation && delivered == 0 {
+		return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "no delegation landed on chain before its expiration")
+	}
+	// The receiver's limit, verified on chain: each pool's delegation to the receiver
+	// covers at least what this order's landed fills put there.
+	receiver, _ := tron.ParseAddress(o.Receiver)
+	for pool, want := range byPool {
+		ds, err := f.o.Node.GetDelegatedResourceV2(ctx, pool, receiver)
+		if err != nil {
+			return false, nil, fmt.Errorf("verify delegation: %w", err)
+		}
+		var have int64
+		for _, d := range ds {
+			if o.Resource == orders.Bandwidth {
+				have += d.FrozenBalanceForBandwidth
+			} else {
+				have += d.FrozenBalanceForEnergy
+			}
+		}
+		if have < want {
+			f.log.Warn("receiver's delegated balance below the order's fills; checking again", "order", o.ID, "pool", pool, "have", have, "want", want)
+			return f.wait(ctx, tx, o, now.Add(f.o.RetryEvery))
+		}
+	}
+	return true, nil, f.confirm(ctx, tx, o, delivered, firstBlock)
+}
+
+// confirm records the delivery: the charge captured, a pro-rata refund for a partial
+// delivery, the totals, order.confirmed, and the expiry timer.
+func (f *Flow) confirm(ctx context.Context, tx pgx.Tx, o orderstore.Row, delivered int64, firstBlock *time.Time) error {
+	now := f.o.Now()
+	at := now
+	if firstBlock != nil && firstBlock.Before(now) {
+		at = *firstBlock // the chain's clock, unless a simulated chain runs ahead of the wall
+	}
+	at = at.UTC().Truncate(time.Millisecond)
+	if err := f.o.Ledger.CaptureHold(ctx, tx, o.ID, o.ChargedAmountSun); err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	var refund int64
+	partial := false
+	if o.Resource != orders.Activation {
+		partial = delivered < o.Amount
+		refund = orders.ProRataRefund(o.EnergyAmountSun, o.Amount, delivered)
+		if refund > 0 {
+			if err := f.o.Ledger.Refund(ctx, tx, o.AccountID, "partial_delivery:"+o.ID, refund, "partial_delivery", o.ID); err != nil {
+				return fmt.Errorf("partial refund: %w", err)
+			}
+		}
+		if o.Resource == orders.Energy {
+			if err := f.o.Ledger.AddOrderTotals(ctx, tx, o.AccountID, 0, delivered); err != nil {
+				return err
+			}
+		}
+	} else {
+		delivered = o.Amount
+	}
+	var expires *time.Time
+	if o.DurationSeconds != nil {
+		t := at.Add(time.Duration(*o.DurationSeconds) * time.Second)
+		expires = &t
+	}
+	if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'confirmed', delivered_amount = $2, partial = $3,
+			refunded_amount_sun = refunded_amount_sun + $4, delegated_at = $5, expires_at = $6, next_due_at = $7, updated_at = now()
+		WHERE id = $1`, o.ID, delivered, partial, refund, at, expires, now); err != nil {
+		return err
+	}
+	row, err := orderstore.Lock(ctx, tx, o.ID)
+	if err != nil {
+		return err
+	}
+	f.transitions.WithLabelValues(string(orders.Confirmed)).Inc()
+	f.deliverySec.Observe(now.Sub(time.Time(o.CreatedAt)).Seconds())
+	return f.emit(ctx, tx, row, orders.EventConfirmed, row.Record.Confirmed())
+}
+
+// takeBack ends an active rental at expires_at, or early when the customer reclaimed it:
+// one undelegation per landed fill, journaled like the delegations. The chain refuses an
+// undelegation while the delegation's lock runs; the step then tries again a little later
+// (the lock covers the tier, so an early reclaim takes effect when the chain allows).
+func (f *Flow) takeBack(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, action, error) {
+	now := f.o.Now()
+	reclaim := o.ReclaimRequestedAt != nil
+	if o.Resource == orders.Activation || o.ExpiresAt == nil {
+		// An activation has no rental to end.
+		if o.NextDueAt != nil {
+			_, err := tx.Exec(ctx, `UPDATE orders SET next_due_at = NULL WHERE id = $1`, o.ID)
+			return false, nil, err
+		}
+		return false, nil, nil
+	}
+	expires := time.Time(*o.ExpiresAt)
+	if !reclaim && now.Before(expires) {
+		return f.wait(ctx, tx, o, expires)
+	}
+	js, err := journal(ctx, tx, o.ID)
+	if err != nil {
+		return false, nil, err
+	}
+	fs, err := fills(ctx, tx, o.ID)
+	if err != nil {
+		return false, nil, err
+	}
+	receiver, _ := tron.ParseAddress(o.Receiver)
+	var pending []journalRow
+	var hashes []string
+	done := true
+	own := 0
+	for _, fl := range fs {
+		if fl.Source != "pool" || (fl.State != "landed" && fl.State != "returned") {
+			continue // a provider takes its own delegation back
+		}
+		own++
+		j, ok := latest(js, purposeUndelegate, fl.Seq)
+		if !ok || j.State == stateDropped || j.State == stateFailed {
+			attempt := 0
+			if ok {
+				attempt = j.Attempt + 1
+			}
+			c := &tron.UnDelegateResourceContract{OwnerAddress: fl.Pool, Resource: resourceCode(o.Resource), Balance: fl.BalanceSun,
+				ReceiverAddress: receiver}
+			j, err = f.sign(ctx, tx, o, purposeUndelegate, fl.Seq, attempt, c, func(ctx context.Context) (*tron.Transaction, error) {
+				return f.o.Node.UnDelegateResource(ctx, c)
+			})
+			if err != nil {
+				var ne *tron.NodeError
+				if errors.As(err, &ne) {
+					// Still locked (or the node says no for now): later.
+					f.log.Info("undelegation not possible yet", "order", o.ID, "fill", fl.Seq, "err", err)
+					return f.wait(ctx, tx, o, now.Add(5*f.o.RetryEvery))
+				}
+				return false, nil, err
+			}
+		}
+		switch j.State {
+		case stateSigned:
+			pending = append(pending, j)
+			done = false
+		case stateBroadcast, stateLanded:
+			hashes = append(hashes, j.TxID)
+		}
+	}
+	if !done {
+		_, err := tx.Exec(ctx, `UPDATE orders SET next_due_at = $2 WHERE id = $1`, o.ID, now.Add(f.o.RetryEvery))
+		return false, f.broadcastAll(pending), err
+	}
+	if len(hashes) < own {
+		// A refused undelegation is retried with a new attempt by the next step.
+		return f.wait(ctx, tx, o, now.Add(5*f.o.RetryEvery))
+	}
+	to, typ := orders.Expired, orders.EventExpired
+	if reclaim {
+		to, typ = orders.Reclaimed, orders.EventReclaimed
+	}
+	var hash *string
+	if len(hashes) > 0 {
+		hash = &hashes[0]
+	}
+	at := now.UTC().Truncate(time.Millisecond)
+	if _, err := tx.Exec(ctx, `UPDATE orders SET status = $2, reclaim_hash = $3, ended_at = $4, next_due_at = NULL, updated_at = now() WHERE id = $1`,
+		o.ID, string(to), hash, at); err != nil {
+		return false, nil, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE order_fills SET state = 'returned', updated_at = now() WHERE order_id = $1 AND state = 'landed'`, o.ID); err != nil {
+		return false, nil, err
+	}
+	f.transitions.WithLabelValues(string(to)).Inc()
+	o.Status = to
+	return false, nil, f.emit(ctx, tx, o, typ, o.Record.Ended(reclaim, hash, at))
+}
+
+// headTime is the chain's clock: the newest block's timestamp, unix ms.
+func (f *Flow) headTime(ctx context.Context) (int64, error) {
+	b, err := f.o.Node.GetNowBlock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return b.BlockHeader.RawData.Timestamp, nil
+}
+
+// settleFromNode records a transaction's block result from the node when its block is at
+// least Confirmations deep; otherwise j is returned unchanged.
+func (f *Flow) settleFromNode(ctx context.Context, tx pgx.Tx, j journalRow, info *tron.TransactionInfo) (journalRow, error) {
+	head, err := f.o.Node.GetNowBlock(ctx)
+	if err != nil {
+		return j, err
+	}
+	if head.BlockHeader.RawData.Number-info.BlockNumber < int64(f.o.Confirmations) {
+		return j, nil
+	}
+	state, result := stateLanded, "SUCCESS"
+	if info.Result == "FAILED" {
+		state, result = stateFailed, "FAILED"
+	}
+	bt := time.UnixMilli(info.BlockTimeStamp).UTC()
+	if _, err := tx.Exec(ctx, `UPDATE signed_txs SET state = $2, result = $3, block_num = $4, block_time = $5, updated_at = now()
+		WHERE txid = $1 AND state IN ('signed', 'broadcast')`, j.TxID, state, result, info.BlockNumber, bt); err != nil {
+		return j, err
+	}
+	j.State, j.Result, j.BlockTime = state, &result, &bt
+	return j, nil
+}
