@@ -91,3 +91,14 @@ func (t together) Run(ctx context.Context) error {
 	}
 	return g.Wait()
 }
+
+// Together runs the non-nil runners as one (see together).
+func Together(rs ...Runner) Runner {
+	var t together
+	for _, r := range rs {
+		if r != nil {
+			t = append(t, r)
+		}
+	}
+	return t
+}

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"rental/infra/orderstore"
+	"rental/infra/tron"
 	"rental/processors/orders"
 )
 
@@ -287,4 +290,66 @@ func TestSupportRefund(t *testing.T) {
 		t.Fatalf("order.refunded %s %+v", last.Event, rd)
 	}
 	e.invariants()
+}
+
+// A replica that signed and journaled a delegation and died before broadcasting it, for
+// longer than the transaction's minute: the stored transaction is refused as expired, the
+// network never had it, so the fill is signed again (attempt 1) instead of failing the order.
+func TestDelegationSignedButNeverSentIsSignedAgain(t *testing.T) {
+	e := newEnv(t)
+	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools,
+		LandGrace: 2 * time.Second, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Now: e.clock.Now, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := f.RegisterPools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acc := e.account(100)
+	o := e.order(acc, orderSpec{resource: orders.Energy, amount: 65_000, tier: "1h", receiver: e.receiver(true)})
+	for range 2 { // created -> paid -> allocating
+		if _, err := f.step(ctx, o.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The next step signs and journals; its broadcast (the returned action) never runs.
+	err = pgx.BeginFunc(ctx, e.db.Pool, func(tx pgx.Tx) error {
+		row, err := orderstore.Lock(ctx, tx, o.ID)
+		if err != nil {
+			return err
+		}
+		_, after, err := f.dispatch(ctx, tx, row)
+		if after == nil && err == nil {
+			t.Fatalf("the delivery step of a %s order broadcast nothing", row.Status)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.sim.Mine(25); err != nil { // the transaction's minute passes on the chain
+		t.Fatal(err)
+	}
+	e.startFlow()
+	row := e.waitStatus(acc, o.ID, 20*time.Second, orders.Active, orders.Failed)
+	if row.Status != orders.Active {
+		t.Fatalf("order %s, failure %+v", row.Status, row.Failure)
+	}
+	var attempts []int
+	rows, _ := e.db.Pool.Query(ctx, `SELECT attempt FROM signed_txs WHERE order_id = $1 AND purpose = 'delegate' ORDER BY attempt`, o.ID)
+	attempts, _ = pgx.CollectRows(rows, pgx.RowTo[int])
+	if len(attempts) != 2 || e.delegated(mustAddr(t, row.Receiver), orders.Energy) == 0 {
+		t.Fatalf("delegate attempts %v", attempts)
+	}
+	e.invariants()
+}
+
+func mustAddr(t *testing.T, s string) tron.Address {
+	t.Helper()
+	a, err := tron.ParseAddress(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

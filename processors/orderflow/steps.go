@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -264,10 +265,17 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 	// Activation first: a delegation to an account that does not exist is refused.
 	if o.ActivationAmountSun > 0 && !o.Activation.Performed {
 		j, ok := latest(js, purposeActivate, -1)
-		if !ok {
+		if !ok || (resignable(j) && j.Attempt < maxDelegateAttempts-1) {
+			attempt := 0
+			if ok {
+				attempt = j.Attempt + 1
+			}
+			if len(f.o.Pools) == 0 {
+				return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "no own account is configured to activate the receiver from")
+			}
 			owner := f.o.Pools[0].Address()
 			c := &tron.AccountCreateContract{OwnerAddress: owner, AccountAddress: receiver}
-			j, err = f.sign(ctx, tx, o, purposeActivate, -1, 0, c, func(ctx context.Context) (*tron.Transaction, error) {
+			j, err = f.sign(ctx, tx, o, purposeActivate, -1, attempt, c, func(ctx context.Context) (*tron.Transaction, error) {
 				return f.o.Node.CreateAccount(ctx, c)
 			})
 			if err != nil {
@@ -316,14 +324,18 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 			continue
 		}
 		j, ok := latest(js, purposeDelegate, fl.Seq)
-		if !ok {
+		if !ok || (resignable(j) && j.Attempt < maxDelegateAttempts-1) {
+			attempt := 0
+			if ok {
+				attempt = j.Attempt + 1
+			}
 			lock, err := orders.LockPeriodBlocks(*o.DurationSeconds, f.lockCap)
 			if err != nil {
 				return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, err.Error())
 			}
 			c := &tron.DelegateResourceContract{OwnerAddress: fl.Pool, Resource: resourceCode(o.Resource), Balance: fl.BalanceSun,
 				ReceiverAddress: receiver, Lock: true, LockPeriod: lock}
-			j, err = f.sign(ctx, tx, o, purposeDelegate, fl.Seq, 0, c, func(ctx context.Context) (*tron.Transaction, error) {
+			j, err = f.sign(ctx, tx, o, purposeDelegate, fl.Seq, attempt, c, func(ctx context.Context) (*tron.Transaction, error) {
 				return f.o.Node.DelegateResource(ctx, c)
 			})
 			if err != nil {
@@ -371,6 +383,23 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 		return false, nil, err
 	}
 	return true, nil, f.setStatus(ctx, tx, o, orders.Delegated, now.Add(f.o.LandGrace))
+}
+
+// maxDelegateAttempts bounds how often one fill's delegation is signed.
+const maxDelegateAttempts = 3
+
+// resignable reports whether a journaled delegation may be replaced by a new one: the node
+// refused it as expired (or with a reference block it no longer knows) and so does not hold
+// it — a transaction the node has answers DUP_TRANSACTION_ERROR, whatever its age — and an
+// expired transaction can never be packed. That is a transaction the network never took (a
+// crash or a stall between signing and broadcasting outlived its minute), not a delegation
+// the chain rejected, so the fill is retried rather than failed.
+func resignable(j journalRow) bool {
+	if j.State != stateDropped || j.Result == nil {
+		return false
+	}
+	r := *j.Result
+	return strings.HasPrefix(r, "TRANSACTION_EXPIRATION_ERROR") || strings.HasPrefix(r, "TAPOS_ERROR")
 }
 
 // landedOrDropped decides about a broadcast transaction the node does not show in a

@@ -5,49 +5,11 @@
 package main
 
 import (
-	"context"
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"golang.org/x/sync/errgroup"
-
-	"rental/infra/config"
-	"rental/infra/metrics"
-	"rental/infra/pg"
 	"rental/infra/stages"
 )
 
 func main() {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(log); err != nil {
-		log.Error("chainwatch failed", "stage", "chainwatch", "err", err)
-		os.Exit(1)
-	}
-}
-
-func run(log *slog.Logger) error {
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	pool, err := pg.Connect(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-
-	reg := metrics.NewRegistry()
-	follower, err := stages.Chainwatch(cfg, pool, log, reg)
-	if err != nil {
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return follower.Run(gctx) })
-	g.Go(func() error { return metrics.Run(gctx, cfg.MetricsAddr, reg, log) })
-	return g.Wait()
+	stages.Main("chainwatch", func(p *stages.Process) (stages.Runner, error) {
+		return stages.Chainwatch(p.Cfg, p.Pool, p.Log, p.Reg)
+	})
 }

@@ -7,57 +7,18 @@
 // are unique per address, so a second sweeper only repeats node reads).
 package main
 
-import (
-	"context"
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"golang.org/x/sync/errgroup"
-
-	"rental/infra/config"
-	"rental/infra/metrics"
-	"rental/infra/pg"
-	"rental/infra/stages"
-)
+import "rental/infra/stages"
 
 func main() {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(log); err != nil {
-		log.Error("crediting failed", "stage", "crediting", "err", err)
-		os.Exit(1)
-	}
-}
-
-func run(log *slog.Logger) error {
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	pool, err := pg.Connect(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-
-	reg := metrics.NewRegistry()
-	consumer, err := stages.Crediting(cfg, pool, log, reg)
-	if err != nil {
-		return err
-	}
-	sweeper, err := stages.Sweeper(cfg, pool, log, reg)
-	if err != nil {
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return consumer.Run(gctx) })
-	if sweeper != nil {
-		g.Go(func() error { return sweeper.Run(gctx) })
-	}
-	g.Go(func() error { return metrics.Run(gctx, cfg.MetricsAddr, reg, log) })
-	return g.Wait()
+	stages.Main("crediting", func(p *stages.Process) (stages.Runner, error) {
+		consumer, err := stages.Crediting(p.Cfg, p.Pool, p.Log, p.Reg)
+		if err != nil {
+			return nil, err
+		}
+		sweeper, err := stages.Sweeper(p.Cfg, p.Pool, p.Log, p.Reg)
+		if err != nil {
+			return nil, err
+		}
+		return stages.Together(consumer, sweeper), nil
+	})
 }

@@ -6,55 +6,17 @@
 package main
 
 import (
-	"context"
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"golang.org/x/sync/errgroup"
-
-	"rental/infra/config"
-	"rental/infra/metrics"
-	"rental/infra/pg"
 	"rental/infra/stages"
 )
 
 func main() {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(log); err != nil {
-		log.Error("webhook deliverer failed", "stage", "webhooks", "err", err)
-		os.Exit(1)
-	}
-}
-
-func run(log *slog.Logger) error {
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-
-	pool, err := pg.Connect(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	// Creates the retry and dead-letter topics when missing.
-	producer, err := stages.KafkaProducer(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	producer.Close()
-
-	reg := metrics.NewRegistry()
-	deliverer, err := stages.WebhookDeliverer(cfg, pool, log, reg)
-	if err != nil {
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return deliverer.Run(gctx) })
-	g.Go(func() error { return metrics.Run(gctx, cfg.MetricsAddr, reg, log) })
-	return g.Wait()
+	stages.Main("webhooks", func(p *stages.Process) (stages.Runner, error) {
+		// Creates the retry and dead-letter topics when missing.
+		producer, err := stages.KafkaProducer(p.Ctx, p.Cfg)
+		if err != nil {
+			return nil, err
+		}
+		producer.Close()
+		return stages.WebhookDeliverer(p.Cfg, p.Pool, p.Log, p.Reg)
+	})
 }

@@ -4,54 +4,16 @@
 package main
 
 import (
-	"context"
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
-
-	"golang.org/x/sync/errgroup"
-
-	"rental/infra/config"
-	"rental/infra/metrics"
-	"rental/infra/pg"
 	"rental/infra/stages"
 )
 
 func main() {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(log); err != nil {
-		log.Error("relay failed", "stage", "relay", "err", err)
-		os.Exit(1)
-	}
-}
-
-func run(log *slog.Logger) error {
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-
-	pool, err := pg.Connect(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	producer, err := stages.KafkaProducer(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer producer.Close()
-
-	reg := metrics.NewRegistry()
-	relay, err := stages.Relay(cfg, pool, producer, log, reg)
-	if err != nil {
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return relay.Run(gctx) })
-	g.Go(func() error { return metrics.Run(gctx, cfg.MetricsAddr, reg, log) })
-	return g.Wait()
+	stages.Main("relay", func(p *stages.Process) (stages.Runner, error) {
+		producer, err := stages.KafkaProducer(p.Ctx, p.Cfg)
+		if err != nil {
+			return nil, err
+		}
+		p.Defer(producer.Close)
+		return stages.Relay(p.Cfg, p.Pool, producer, p.Log, p.Reg)
+	})
 }

@@ -19,10 +19,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
-
-	"golang.org/x/sync/errgroup"
 
 	"rental/infra/config"
 	"rental/infra/metrics"
@@ -31,52 +27,44 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(log, os.Args[1:]); err != nil {
-		log.Error("orderflow failed", "stage", "orderflow", "err", err)
-		os.Exit(1)
+	if len(os.Args) > 1 {
+		if err := refund(os.Args[1:]); err != nil {
+			slog.Error("orderflow refund failed", "err", err)
+			os.Exit(1)
+		}
+		return
 	}
+	stages.Main("orderflow", func(p *stages.Process) (stages.Runner, error) {
+		return stages.Processor(p.Cfg, p.Pool, p.Log, p.Reg)
+	})
 }
 
-func run(log *slog.Logger, args []string) error {
+// refund is the support refund command; it prints the refunded order record.
+func refund(args []string) error {
+	if args[0] != "refund" || len(args) < 3 || len(args) > 4 {
+		return errors.New("usage: orderflow [refund <order id> <reason> [actor]]")
+	}
+	actor := "support"
+	if len(args) == 4 {
+		actor = args[3]
+	}
 	cfg, err := config.Load()
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	ctx := context.Background()
 	pool, err := pg.Connect(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	reg := metrics.NewRegistry()
-
-	if len(args) > 0 {
-		if args[0] != "refund" || len(args) < 3 || len(args) > 4 {
-			return errors.New("usage: orderflow [refund <order id> <reason> [actor]]")
-		}
-		actor := "support"
-		if len(args) == 4 {
-			actor = args[3]
-		}
-		f, err := stages.OrderFlow(cfg, pool, log, reg)
-		if err != nil {
-			return err
-		}
-		row, err := f.SupportRefund(ctx, args[1], args[2], actor)
-		if err != nil {
-			return err
-		}
-		return json.NewEncoder(os.Stdout).Encode(row.Record)
-	}
-
-	p, err := stages.Processor(cfg, pool, log, reg)
+	f, err := stages.OrderFlow(cfg, pool, slog.Default(), metrics.NewRegistry())
 	if err != nil {
 		return err
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return p.Run(gctx) })
-	g.Go(func() error { return metrics.Run(gctx, cfg.MetricsAddr, reg, log) })
-	return g.Wait()
+	row, err := f.SupportRefund(ctx, args[1], args[2], actor)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(row.Record)
 }

@@ -1,0 +1,75 @@
+package stages
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"rental/infra/config"
+	"rental/infra/metrics"
+	"rental/infra/pg"
+)
+
+// Process is what a stage binary builds its stage from: the configuration, a Postgres pool,
+// the metrics registry served on METRICS_ADDR, a logger, and a context that ends on SIGINT
+// or SIGTERM. Defer registers cleanups that run after the stage stopped (a Kafka client, a
+// Redis client), in reverse order.
+type Process struct {
+	Ctx  context.Context
+	Cfg  config.Config
+	Pool *pgxpool.Pool
+	Reg  prometheus.Registerer
+	Log  *slog.Logger
+
+	cleanups []func()
+}
+
+// Defer runs f when the binary exits.
+func (p *Process) Defer(f func()) { p.cleanups = append(p.cleanups, f) }
+
+// Main is the whole main of a stage binary: it loads the configuration, connects to
+// Postgres (with a message naming the fix when it is down), builds the stage with build,
+// runs it next to the metrics listener until a signal, and on any failure logs one line
+// with the stage's name and exits 1.
+func Main(name string, build func(p *Process) (Runner, error)) {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(log, build); err != nil {
+		log.Error(name+" failed", "stage", name, "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(log *slog.Logger, build func(p *Process) (Runner, error)) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	pool, err := pg.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	reg := metrics.NewRegistry()
+	p := &Process{Ctx: ctx, Cfg: cfg, Pool: pool, Reg: reg, Log: log}
+	defer func() {
+		for i := len(p.cleanups) - 1; i >= 0; i-- {
+			p.cleanups[i]()
+		}
+	}()
+	stage, err := build(p)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return stage.Run(gctx) })
+	g.Go(func() error { return metrics.Run(gctx, cfg.MetricsAddr, reg, log) })
+	return g.Wait()
+}
