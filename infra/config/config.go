@@ -57,6 +57,7 @@ type Config struct {
 
 	// Outbox relay.
 	OutboxSweepEvery time.Duration // OUTBOX_SWEEP_INTERVAL
+	OutboxPollEvery  time.Duration // OUTBOX_POLL_INTERVAL: how often the relay looks for new rows
 
 	ShutdownGrace time.Duration // SHUTDOWN_GRACE
 
@@ -234,6 +235,7 @@ func Load() (Config, error) {
 		SimAddr:          str("SIM_ADDR", "127.0.0.1:8090"),
 		SimBlockInterval: dur("SIM_BLOCK_INTERVAL", 3*time.Second),
 		OutboxSweepEvery: dur("OUTBOX_SWEEP_INTERVAL", time.Second),
+		OutboxPollEvery:  dur("OUTBOX_POLL_INTERVAL", 10*time.Millisecond),
 		ShutdownGrace:    dur("SHUTDOWN_GRACE", 10*time.Second),
 	}
 	if mk := str("API_KEY_MASTER_KEY", ""); mk != "" {

@@ -79,13 +79,16 @@ func (b *Broker) Addr() string { return b.addr }
 func (b *Broker) Close() { b.cluster.Close() }
 
 // Run logs that the broker is up, blocks until ctx is cancelled, then closes the broker.
-// It lets the dev stack treat the broker like any other stage.
+// It lets a process treat the broker like any other stage.
 func (b *Broker) Run(ctx context.Context) error {
-	b.log.Info("embedded kafka broker up", "addr", b.addr)
+	b.LogUp()
 	<-ctx.Done()
 	b.Close()
 	return nil
 }
+
+// LogUp logs the broker's one "up" line, for a process that closes it itself.
+func (b *Broker) LogUp() { b.log.Info("embedded kafka broker up", "addr", b.addr) }
 
 // slogLogger forwards kfake's warnings and errors; its info level logs every request.
 type slogLogger struct{ l *slog.Logger }

@@ -118,3 +118,38 @@ func TestListKeysetAndReceiverEnergy(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// GET /v1/status's delivery figures: the hour's orders, its failures, and the median time
+// to delegation of the delivered ones; older orders do not count.
+func TestDeliveryStatsOfTheLastHour(t *testing.T) {
+	db := testenv.Postgres(t)
+	ctx := context.Background()
+	acc := events.NewID("acc")
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO accounts (id, network, owner_address) VALUES ($1, 'nile', 'Towner')`, acc); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	ids := insertOrders(t, db, acc, 5, func(i int) time.Time {
+		if i == 4 {
+			return now.Add(-2 * time.Hour) // outside the hour
+		}
+		return now.Add(-time.Duration(10*(i+1)) * time.Minute)
+	})
+	// Delivered in 4 s, 10 s and 60 s; one failed.
+	for i, secs := range []int{4, 10, 60} {
+		if _, err := db.Pool.Exec(ctx, `UPDATE orders SET status = 'active', delegated_at = created_at + make_interval(secs => $2) WHERE id = $1`,
+			ids[i], secs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Pool.Exec(ctx, `UPDATE orders SET status = 'failed' WHERE id = $1`, ids[3]); err != nil {
+		t.Fatal(err)
+	}
+	w, err := DeliveryStats{Pool: db.Pool}.DeliveryLastHour(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Orders != 4 || w.Failed != 1 || w.MedianDeliverySeconds == nil || *w.MedianDeliverySeconds != 10 {
+		t.Fatalf("window %+v (median %v), want 4 orders, 1 failed, median 10 s", w, w.MedianDeliverySeconds)
+	}
+}

@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"rental/infra/health"
 	"rental/infra/outbox"
 	"rental/processors/orders"
 	"rental/schemas/events"
@@ -232,4 +234,26 @@ func LiveRefs(ctx context.Context, q interface {
 		live[id] = true
 	}
 	return live, nil
+}
+
+// DeliveryStats reads the last hour of orders for GET /v1/status (health.DeliveryStats):
+// orders created in the hour, how many of them failed, and the median seconds from creation
+// to the delegation's block among those delivered.
+type DeliveryStats struct{ Pool Querier }
+
+func (d DeliveryStats) DeliveryLastHour(ctx context.Context) (health.DeliveryWindow, error) {
+	var w health.DeliveryWindow
+	var median *float64
+	err := d.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'failed'),
+			percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM delegated_at - created_at))
+				FILTER (WHERE delegated_at IS NOT NULL)
+		FROM orders WHERE created_at > now() - interval '1 hour'`).Scan(&w.Orders, &w.Failed, &median)
+	if err != nil {
+		return w, err
+	}
+	if median != nil {
+		s := int64(math.Round(max(*median, 0)))
+		w.MedianDeliverySeconds = &s
+	}
+	return w, nil
 }

@@ -25,10 +25,6 @@ import (
 // Shards is the number of publishing lanes; it must match the "& 15" in 00002_outbox.sql.
 const Shards = 16
 
-// NotifyChannel is the Postgres channel Insert notifies (payload: the row's shard) so the
-// relay publishes right after commit instead of waiting for its sweep.
-const NotifyChannel = "rental_outbox"
-
 // Header names set on every published record besides the caller's headers.
 const (
 	HeaderEvent    = "event"     // event type, for customer events
@@ -71,14 +67,10 @@ func InsertRecord(ctx context.Context, tx pgx.Tx, topic topics.Topic, key string
 	if headers == nil {
 		headers = map[string]string{}
 	}
-	// One round trip: the insert and the notification, which Postgres delivers only if
-	// and when tx commits (and folds duplicates of one transaction into one).
-	_, err := tx.Exec(ctx, `
-		WITH r AS (
-			INSERT INTO outbox (topic, key, value, headers) VALUES ($1, $2, $3, $4)
-			RETURNING shard
-		)
-		SELECT pg_notify('`+NotifyChannel+`', shard::text) FROM r`,
+	// No NOTIFY: Postgres serialises the commits of every notifying transaction of the
+	// whole server on one lock, which capped order creation at a fraction of the database's
+	// commit rate. The relay polls for pending shards every few milliseconds instead.
+	_, err := tx.Exec(ctx, `INSERT INTO outbox (topic, key, value, headers) VALUES ($1, $2, $3, $4)`,
 		topic.Name, key, value, headers)
 	if err != nil {
 		return fmt.Errorf("outbox: insert into %s: %w", topic.Name, err)

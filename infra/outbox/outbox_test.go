@@ -3,8 +3,6 @@ package outbox_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"strconv"
 	"testing"
 	"time"
 
@@ -85,52 +83,6 @@ func TestInsertRejectsUnroutableEvents(t *testing.T) {
 	}
 	if n := unpublished(t, db.Pool); n != 0 {
 		t.Fatalf("%d rows written by failed inserts", n)
-	}
-}
-
-func TestInsertNotifiesOnlyOnCommit(t *testing.T) {
-	db := testenv.Postgres(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	listener, err := pgx.Connect(ctx, db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer listener.Close(ctx)
-	if _, err := listener.Exec(ctx, "LISTEN "+outbox.NotifyChannel); err != nil {
-		t.Fatal(err)
-	}
-
-	// A rolled-back transaction leaves neither a row nor a notification.
-	rollback := errors.New("rollback")
-	err = pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-		if err := outbox.Insert(ctx, tx, orderEvent(t, "ord_rb", 1)); err != nil {
-			return err
-		}
-		return rollback
-	})
-	if !errors.Is(err, rollback) {
-		t.Fatal(err)
-	}
-	err = pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-		return outbox.InsertRecord(ctx, tx, topics.ChainFacts, "tx_1", []byte(`{}`), nil)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := listener.WaitForNotification(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var shard int
-	if err := db.Pool.QueryRow(ctx, `SELECT shard FROM outbox WHERE key = 'tx_1'`).Scan(&shard); err != nil {
-		t.Fatal(err)
-	}
-	if n.Payload != strconv.Itoa(shard) {
-		t.Fatalf("notification payload %q, want the committed row's shard %d", n.Payload, shard)
-	}
-	if rows := unpublished(t, db.Pool); rows != 1 {
-		t.Fatalf("%d rows after one commit and one rollback", rows)
 	}
 }
 

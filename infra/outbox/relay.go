@@ -32,9 +32,11 @@ type RelayOptions struct {
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer // nil = prometheus.DefaultRegisterer
 
-	// SweepEvery is how often every shard is checked regardless of notifications: it
-	// catches rows a crash left behind and notifications missed while disconnected.
-	// Default 1s.
+	// PollEvery is how often the relay asks which shards have unpublished rows (one
+	// index probe per shard): the delay between a commit and its publication. Default 10ms.
+	PollEvery time.Duration
+	// SweepEvery is how often every shard is visited regardless, and the backlog metrics
+	// refreshed. Default 1s.
 	SweepEvery time.Duration
 	// BatchSize is the most rows published per shard transaction. Default 500.
 	BatchSize int
@@ -47,9 +49,9 @@ type RelayOptions struct {
 
 // Relay publishes committed outbox rows to Kafka.
 //
-// Fast path: Insert notifies NotifyChannel in the writing transaction; the relay LISTENs
-// and publishes the notified shard right after commit. Slow path: a sweep every SweepEvery
-// visits every shard. Either way a shard is published under a transaction-scoped advisory
+// Fast path: every PollEvery the relay finds the shards with unpublished rows (the partial
+// index on unpublished rows makes it 16 index probes) and publishes them. Slow path: a
+// sweep every SweepEvery visits every shard. Either way a shard is published under a transaction-scoped advisory
 // lock: the relay takes the lock, reads the shard's oldest unpublished rows in id order,
 // produces them synchronously, marks them published and commits. Only one relay (of any
 // number of replicas) works on a shard at a time, and the next batch starts only after the
@@ -73,6 +75,9 @@ func NewRelay(o RelayOptions) (*Relay, error) {
 	}
 	if o.SweepEvery <= 0 {
 		o.SweepEvery = time.Second
+	}
+	if o.PollEvery <= 0 {
+		o.PollEvery = 10 * time.Millisecond
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 500
@@ -118,7 +123,7 @@ func NewRelay(o RelayOptions) (*Relay, error) {
 func (r *Relay) Run(ctx context.Context) error {
 	r.log.Info("outbox relay up", "shards", Shards, "workers", r.o.Workers, "sweep_every", r.o.SweepEvery)
 	var wg sync.WaitGroup
-	wg.Go(func() { r.listen(ctx) })
+	wg.Go(func() { r.poll(ctx) })
 	wg.Go(func() { r.sweep(ctx) })
 	wg.Go(func() { r.prune(ctx) })
 	for range r.o.Workers {
@@ -235,39 +240,29 @@ func (r *Relay) publishBatch(ctx context.Context, shard int) (n int, busy bool, 
 	return len(batch), false, nil
 }
 
-// listen turns notifications into shard wake-ups. It holds its own connection (outside
-// the pool) for LISTEN and reconnects after failures; the sweep covers the gap.
-func (r *Relay) listen(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := r.listenOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		r.log.Warn("outbox notifications lost; reconnecting", "err", err)
+// poll marks the shards that have unpublished rows.
+func (r *Relay) poll(ctx context.Context) {
+	t := time.NewTicker(r.o.PollEvery)
+	defer t.Stop()
+	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Second):
+		case <-t.C:
 		}
-	}
-}
-
-func (r *Relay) listenOnce(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, r.o.Pool.Config().ConnConfig.Copy())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
-		return err
-	}
-	r.sched.markAll() // anything notified while we were not listening
-	for {
-		n, err := conn.WaitForNotification(ctx)
+		rows, err := r.o.Pool.Query(ctx, `SELECT s FROM generate_series(0, $1::int - 1) s
+			WHERE EXISTS (SELECT 1 FROM outbox WHERE shard = s AND published_at IS NULL)`, Shards)
 		if err != nil {
-			return err
+			if ctx.Err() == nil {
+				r.log.Warn("outbox poll failed", "err", err)
+			}
+			continue
 		}
-		if s, err := strconv.Atoi(n.Payload); err == nil && s >= 0 && s < Shards {
+		shards, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			continue
+		}
+		for _, s := range shards {
 			r.sched.mark(s)
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"rental/infra/health"
 	"rental/infra/idempotency"
 	"rental/infra/kafka"
+	"rental/infra/orderstore"
 	"rental/infra/outbox"
 	"rental/infra/ratelimit"
 	"rental/infra/reqsign/replay"
@@ -64,6 +65,7 @@ func Relay(cfg config.Config, pool *pgxpool.Pool, producer *kgo.Client, log *slo
 		Logger:     log,
 		Registerer: reg,
 		SweepEvery: cfg.OutboxSweepEvery,
+		PollEvery:  cfg.OutboxPollEvery,
 	})
 }
 
@@ -98,6 +100,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 	checker := health.NewChecker(health.Options{
 		Database: health.NewPostgres(pool),
 		Supply:   health.NewNodeSupply(node, cfg.PoolAddresses),
+		Delivery: orderstore.DeliveryStats{Pool: pool},
 		Logger:   log,
 	})
 

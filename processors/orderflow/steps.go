@@ -560,9 +560,12 @@ func (f *Flow) confirm(ctx context.Context, tx pgx.Tx, o orderstore.Row, deliver
 }
 
 // takeBack ends an active rental at expires_at, or early when the customer reclaimed it:
-// one undelegation per landed fill, journaled like the delegations. The chain refuses an
-// undelegation while the delegation's lock runs; the step then tries again a little later
-// (the lock covers the tier, so an early reclaim takes effect when the chain allows).
+// one undelegation per landed fill, journaled like the delegations. The order ends (and its
+// event leaves, with the undelegation as reclaim_hash) only once every undelegation is in a
+// block: one that fails, is refused or expires outside a block is signed again. The chain
+// refuses an undelegation while the delegation's lock runs; the step then tries again a
+// little later (the lock covers the tier, so an early reclaim takes effect when the chain
+// allows).
 func (f *Flow) takeBack(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, action, error) {
 	now := f.o.Now()
 	reclaim := o.ReclaimRequestedAt != nil
@@ -617,11 +620,19 @@ func (f *Flow) takeBack(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 				return false, nil, err
 			}
 		}
+		if j.State == stateBroadcast {
+			// The rental ends when the stake is back, not when we asked for it: wait
+			// for the undelegation's block (its chain fact, or the node once the block
+			// is deep enough). One that expires outside any block is signed again.
+			if j, err = f.undelegationFate(ctx, tx, j); err != nil {
+				return false, nil, err
+			}
+		}
 		switch j.State {
 		case stateSigned:
 			pending = append(pending, j)
 			done = false
-		case stateBroadcast, stateLanded:
+		case stateLanded:
 			hashes = append(hashes, j.TxID)
 		}
 	}
@@ -630,8 +641,9 @@ func (f *Flow) takeBack(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 		return false, f.broadcastAll(pending), err
 	}
 	if len(hashes) < own {
-		// A refused undelegation is retried with a new attempt by the next step.
-		return f.wait(ctx, tx, o, now.Add(5*f.o.RetryEvery))
+		// Undelegations still on their way to a block, or refused and signed again by the
+		// next step.
+		return f.wait(ctx, tx, o, now.Add(f.o.RetryEvery))
 	}
 	to, typ := orders.Expired, orders.EventExpired
 	if reclaim {
@@ -652,6 +664,29 @@ func (f *Flow) takeBack(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 	f.transitions.WithLabelValues(string(to)).Inc()
 	o.Status = to
 	return false, nil, f.emit(ctx, tx, o, typ, o.Record.Ended(reclaim, hash, at))
+}
+
+// undelegationFate settles a broadcast undelegation from the node when its block is deep
+// enough, or marks it dropped when it expired outside any block; otherwise it is returned
+// unchanged (still on its way).
+func (f *Flow) undelegationFate(ctx context.Context, tx pgx.Tx, j journalRow) (journalRow, error) {
+	info, err := f.o.Node.GetTransactionInfoByID(ctx, j.TxID)
+	if err == nil {
+		return f.settleFromNode(ctx, tx, j, info)
+	}
+	if !errors.Is(err, tron.ErrNotFound) {
+		return j, err
+	}
+	head, err := f.headTime(ctx)
+	if err != nil || head <= j.Expiration {
+		return j, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE signed_txs SET state = 'dropped', result = 'EXPIRED_OUTSIDE_BLOCK', updated_at = now()
+		WHERE txid = $1 AND state IN ('signed', 'broadcast')`, j.TxID); err != nil {
+		return j, err
+	}
+	j.State = stateDropped
+	return j, nil
 }
 
 // headTime is the chain's clock: the newest block's timestamp, unix ms.

@@ -144,8 +144,11 @@ func run(log *slog.Logger) error {
 	}
 	cfg.Webhook.AllowLoopback = true // webhook receivers in development run on this machine
 
+	// The broker stops after every stage that uses it, so their last offset commits and
+	// produces on shutdown reach it (a restart then re-reads nothing).
+	defer broker.Close()
+	broker.LogUp()
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return broker.Run(gctx) })
 	g.Go(func() error { return sim.Serve(gctx, cfg.SimAddr) })
 	// The simulated provider sells and delivers from its own stake on the simulator.
 	provider := supply.NewProviderServer("simmarket", supply.DefaultOffers(cfg.Network)).WithChain(supply.ProviderChain{

@@ -57,6 +57,8 @@ CREATE INDEX orders_in_flight ON orders (account_id) WHERE status IN ('created',
 -- Energy a receiver holds from live orders (the 5005 ceiling at creation).
 CREATE INDEX orders_receiver_live ON orders (receiver)
     WHERE status IN ('created', 'paid', 'allocating', 'delegated', 'confirmed', 'active');
+-- The last hour of orders (GET /v1/status delivery).
+CREATE INDEX orders_created ON orders (created_at);
 -- delivered_today of GET /v1/prices.
 CREATE INDEX orders_delegated_at ON orders (delegated_at) WHERE delegated_at IS NOT NULL;
 
