@@ -163,6 +163,7 @@ type orderRequest struct {
 	activate      bool
 	quoteID       string
 	maxPriceSun   *int64
+	activation    *activationState // the receiver's state, read before the transaction (not hashed)
 }
 
 // hash fingerprints the order for the idempotency record: the parsed fields with the
@@ -271,6 +272,12 @@ func (m *Orders) createOrder(ctx context.Context, rc *fasthttp.RequestCtx) error
 		return err
 	}
 	key := idempotency.Key{AccountID: p.AccountID, Namespace: idempotency.NamespaceOrder, Key: req.clientOrderID}
+	// Read the receiver's activation before the transaction opens, so that no node call
+	// happens while it holds the account's row and a connection; the pricing inside uses
+	// this answer. (A replay pays this read too; it changes nothing.)
+	var act activationState
+	act.activated, act.known = m.o.Pricing.activation.Activated(ctx, req.receiver)
+	req.activation = &act
 	var (
 		body     []byte
 		replayed bool
@@ -511,7 +518,7 @@ func (m *Orders) price(ctx context.Context, req orderRequest) (priced, error) {
 		amount = 1
 	}
 	r := req.receiver
-	pr, err := m.o.Pricing.price(ctx, priceRequest{resource: req.resource, tier: req.tier, amount: amount, receiver: &r}, true)
+	pr, err := m.o.Pricing.price(ctx, priceRequest{resource: req.resource, tier: req.tier, amount: amount, receiver: &r, activation: req.activation}, true)
 	if req.resource == pricing.Activation {
 		return pr, err
 	}

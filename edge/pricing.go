@@ -278,7 +278,13 @@ type priceRequest struct {
 	tier     pricing.Tier // "" for activation
 	amount   int64        // 1 for activation
 	receiver *tron.Address
+	// activation, when set, is the receiver's state read just before (order creation
+	// reads it before its transaction opens); price then asks the node nothing.
+	activation *activationState
 }
+
+// activationState is one answer of ActivationCache.Activated.
+type activationState struct{ activated, known bool }
 
 // priced is a request priced from a snapshot, activation fee included.
 type priced struct {
@@ -378,7 +384,12 @@ func (m *Pricing) price(ctx context.Context, req priceRequest, binding bool) (pr
 		p.activateSun = pq.ActivateAmountSun
 	}
 	if req.receiver != nil {
-		activated, known := m.activation.Activated(ctx, *req.receiver)
+		var activated, known bool
+		if req.activation != nil {
+			activated, known = req.activation.activated, req.activation.known
+		} else {
+			activated, known = m.activation.Activated(ctx, *req.receiver)
+		}
 		switch {
 		case known:
 			p.activated = &activated

@@ -109,20 +109,20 @@ func (s *Store) ClaimTx(ctx context.Context, tx pgx.Tx, k Key, hash []byte) (Cla
 	if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, s.wait.Milliseconds())); err != nil {
 		return Claim{}, err
 	}
-	// An expired record is replaced by the new operation.
-	_, err := tx.Exec(ctx, `DELETE FROM idempotency_keys
-		WHERE account_id = $1 AND namespace = $2 AND key = $3 AND created_at < now() - make_interval(secs => $4)`,
-		k.AccountID, k.Namespace, k.Key, s.retention.Seconds())
-	if err == nil {
-		var tag pgconn.CommandTag
-		tag, err = tx.Exec(ctx, `INSERT INTO idempotency_keys (account_id, namespace, key, request_hash, state)
-			VALUES ($1, $2, $3, $4, 'in_progress') ON CONFLICT DO NOTHING`, k.AccountID, k.Namespace, k.Key, hash)
-		if err == nil && tag.RowsAffected() == 1 {
-			if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = DEFAULT`); err != nil {
-				return Claim{}, err
-			}
-			return Claim{Fresh: true}, nil
+	// One statement claims the key: a new record, or an expired one replaced by the new
+	// operation (the conflict update applies only past the retention). A live record
+	// changes nothing and is read below.
+	tag, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (account_id, namespace, key, request_hash, state)
+		VALUES ($1, $2, $3, $4, 'in_progress')
+		ON CONFLICT (account_id, namespace, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, state = 'in_progress',
+			response_status = NULL, response_body = NULL, object_id = NULL, created_at = now()
+		WHERE idempotency_keys.created_at < now() - make_interval(secs => $5)`,
+		k.AccountID, k.Namespace, k.Key, hash, s.retention.Seconds())
+	if err == nil && tag.RowsAffected() == 1 {
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = DEFAULT`); err != nil {
+			return Claim{}, err
 		}
+		return Claim{Fresh: true}, nil
 	}
 	if err != nil {
 		if isLockTimeout(err) {

@@ -302,11 +302,11 @@ func (l *Ledger) AddOrderTotals(ctx context.Context, tx pgx.Tx, accountID string
 	if orders < 0 || energy < 0 {
 		return errors.New("ledger: order totals only grow")
 	}
-	if err := ensureAccount(ctx, tx, accountID); err != nil {
-		return err
-	}
-	_, err := tx.Exec(ctx, `UPDATE ledger_accounts SET orders_created = orders_created + $2,
-		energy_delegated = energy_delegated + $3, updated_at = now() WHERE account_id = $1`, accountID, orders, energy)
+	// One statement (it sits on the order creation path): the row is created when missing.
+	_, err := tx.Exec(ctx, `INSERT INTO ledger_accounts (account_id, orders_created, energy_delegated) VALUES ($1, $2, $3)
+		ON CONFLICT (account_id) DO UPDATE SET orders_created = ledger_accounts.orders_created + EXCLUDED.orders_created,
+			energy_delegated = ledger_accounts.energy_delegated + EXCLUDED.energy_delegated, updated_at = now()`,
+		accountID, orders, energy)
 	return err
 }
 
