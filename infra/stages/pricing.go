@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -101,4 +102,17 @@ func Together(rs ...Runner) Runner {
 		}
 	}
 	return t
+}
+
+// snapshotSupply is health.SupplySource over the pricer's snapshot: the energy sellable now
+// for 1 h is the 1 h energy book's depth. Without a fresh snapshot nothing can be sold, and
+// the status says the source is unreachable.
+type snapshotSupply struct{ src pricing.SnapshotSource }
+
+func (s snapshotSupply) AvailableEnergy(context.Context) (int64, error) {
+	snap, ok := s.src.Current()
+	if !ok {
+		return 0, errors.New("no fresh price snapshot (is the pricer running?)")
+	}
+	return snap.Table.AvailableEnergy, nil
 }

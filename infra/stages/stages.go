@@ -96,13 +96,6 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 	if cfg.Deposit.HDKey == "" {
 		return nil, errors.New("DEPOSIT_HD_KEY is not set: the BIP32 root (xpub, xprv or hex seed) deposit addresses derive from")
 	}
-	node := tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(2*time.Second))
-	checker := health.NewChecker(health.Options{
-		Database: health.NewPostgres(pool),
-		Supply:   health.NewNodeSupply(node, cfg.PoolAddresses),
-		Delivery: orderstore.DeliveryStats{Pool: pool},
-		Logger:   log,
-	})
 
 	store, err := accounts.New(pool, accounts.Options{MasterKey: cfg.Auth.MasterKey, MaxActiveKeys: cfg.Auth.MaxActiveKeys})
 	if err != nil {
@@ -188,6 +181,15 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
+
+	// The status supply figure is the 1 h energy depth of the pricer's order book: what
+	// GET /v1/prices shows as available_energy, on either network (own pools, providers).
+	checker := health.NewChecker(health.Options{
+		Database: health.NewPostgres(pool),
+		Supply:   snapshotSupply{snapshots},
+		Delivery: orderstore.DeliveryStats{Pool: pool},
+		Logger:   log,
+	})
 
 	server, err := edge.New(edge.Options{
 		Logger:         log,
