@@ -88,6 +88,7 @@ type Flow struct {
 	log     *slog.Logger
 	byAddr  map[tron.Address]tron.PrivateKey
 	lockCap int64
+	chain   *chainCache
 
 	transitions *prometheus.CounterVec
 	stepErrors  prometheus.Counter
@@ -124,7 +125,7 @@ func New(o Options) (*Flow, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	f := &Flow{o: o, log: o.Logger.With("stage", "orderflow"), byAddr: map[tron.Address]tron.PrivateKey{},
-		lockCap: o.Network.MaxLockPeriodBlocks()}
+		lockCap: o.Network.MaxLockPeriodBlocks(), chain: newChainCache(time.Second)}
 	for _, k := range o.Pools {
 		f.byAddr[k.Address()] = k
 	}

@@ -177,7 +177,7 @@ func (f *Flow) allocatePools(ctx context.Context, tx pgx.Tx, o orderstore.Row) (
 	if len(pools) == 0 {
 		return 0, remaining, nil
 	}
-	res, err := f.o.Node.GetAccountResource(ctx, pools[0])
+	res, err := f.chain.weights(ctx, f.o.Node, pools[0], f.o.Now())
 	if err != nil {
 		return 0, 0, fmt.Errorf("read network weights: %w", err)
 	}
@@ -187,13 +187,19 @@ func (f *Flow) allocatePools(ctx context.Context, tx pgx.Tx, o orderstore.Row) (
 		if remaining <= 0 {
 			break
 		}
-		can, err := f.o.Node.GetCanDelegatedMaxSize(ctx, p, resourceCode(o.Resource))
+		can, readAt, err := f.chain.delegatable(ctx, f.o.Node, p, resourceCode(o.Resource), f.o.Now())
 		if err != nil {
 			return 0, 0, fmt.Errorf("read pool %s: %w", p, err)
 		}
+		// In flight: fills not yet visible in the chain's figure. That is every fill
+		// reserved or broadcast, and every fill that landed after the figure was read
+		// (a cached figure predates it), with a margin for the clocks of this process and
+		// the database.
 		var inflight int64
 		if err := tx.QueryRow(ctx, `SELECT coalesce(sum(balance_sun), 0) FROM order_fills
-			WHERE pool_address = $1 AND source = 'pool' AND state IN ('reserved', 'broadcast')`, p.String()).Scan(&inflight); err != nil {
+			WHERE pool_address = $1 AND source = 'pool'
+			AND (state IN ('reserved', 'broadcast') OR (state = 'landed' AND updated_at > $2))`,
+			p.String(), readAt.Add(-clockMargin)).Scan(&inflight); err != nil {
 			return 0, 0, err
 		}
 		avail := (can - inflight) / tron.SunPerTRX * tron.SunPerTRX // delegations move whole TRX
