@@ -353,6 +353,16 @@ func (s *Server) createAPIKey(ctx context.Context, rc *fasthttp.RequestCtx) erro
 	if err != nil {
 		return err
 	}
+	if p.Via == CredKey {
+		// A key makes keys with at most its own powers: api_keys.write must not be a
+		// way to widen them (a provisioning key minting an orders.write key).
+		for _, sc := range nk.Scopes {
+			if !p.Scopes[sc] {
+				return apierr.InsufficientScope.New("a key can only create keys with scopes it holds itself").
+					WithField("scopes").With("required_scope", sc)
+			}
+		}
+	}
 	return s.Idempotent(func(ctx context.Context, tx pgx.Tx, rc *fasthttp.RequestCtx) (TxResult, error) {
 		ck, err := s.opts.Accounts.CreateKeyTx(ctx, tx, p.AccountID, nk, actor(p))
 		if err != nil {

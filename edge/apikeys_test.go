@@ -31,7 +31,7 @@ func (env *authEnv) activeKeys(t *testing.T) int {
 
 func TestCreateAPIKey(t *testing.T) {
 	env := newAuthEnv(t, authEnvOptions{})
-	admin := env.key(t, scopes.APIKeysWrite, scopes.APIKeysRead)
+	admin := env.key(t, scopes.APIKeysWrite, scopes.APIKeysRead, scopes.OrdersRead, scopes.OrdersWrite)
 	body := `{"scopes":["orders.read","orders.write"],"label":"bot 1","expires_at":"2099-01-01T00:00:00.000Z","ip_allowlist":["203.0.113.0/24","2001:db8::1"]}`
 	r := env.signed(t, admin, "POST", "/v1/api-keys", body)
 	if r.status != 201 {
@@ -78,6 +78,16 @@ func TestCreateAPIKey(t *testing.T) {
 	// The new key works, with exactly its scopes.
 	nk := accounts.CreatedKey{Key: accounts.Key{ID: id}, Secret: secret}
 	wantError(t, env.signed(t, nk, "GET", "/v1/orders", ""), 401, 1004, "ip_not_allowed", nil)
+
+	// A key cannot mint a key with powers it lacks itself, and nothing is created.
+	narrow := env.key(t, scopes.APIKeysWrite, scopes.OrdersRead)
+	e := wantError(t, env.signed(t, narrow, "POST", "/v1/api-keys", `{"scopes":["orders.read","webhooks.write"]}`), 403, 1005, "insufficient_scope", "scopes")
+	if e["details"].(map[string]any)["required_scope"] != "webhooks.write" {
+		t.Errorf("details %v", e["details"])
+	}
+	if l := env.signed(t, admin, "GET", "/v1/api-keys", ""); len(l.json["data"].([]any)) != 3 {
+		t.Errorf("list has %d keys after a refused create, want 3", len(l.json["data"].([]any)))
+	}
 }
 
 func TestCreateAPIKeyValidation(t *testing.T) {
@@ -135,7 +145,7 @@ func TestCreateAPIKeyWithBootstrap(t *testing.T) {
 // The active-key maximum is 3017 with limit and used, also under concurrent creation.
 func TestAPIKeyLimit(t *testing.T) {
 	env := newAuthEnv(t, authEnvOptions{maxKeys: 4})
-	admin := env.key(t, scopes.APIKeysWrite) // 1 of 4
+	admin := env.key(t, scopes.APIKeysWrite, scopes.OrdersRead, scopes.OrdersWrite) // 1 of 4
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	created, refused := 0, 0
@@ -177,7 +187,7 @@ func TestAPIKeyLimit(t *testing.T) {
 
 func TestUpdateAndRevokeAPIKey(t *testing.T) {
 	env := newAuthEnv(t, authEnvOptions{})
-	admin := env.key(t, scopes.APIKeysWrite, scopes.APIKeysRead)
+	admin := env.key(t, scopes.APIKeysWrite, scopes.APIKeysRead, scopes.OrdersRead, scopes.OrdersWrite)
 	target := env.key(t, scopes.AccountRead)
 	path := "/v1/api-keys/" + target.ID
 
@@ -228,7 +238,7 @@ func TestUpdateAndRevokeAPIKey(t *testing.T) {
 // Idempotency-Key on POST /v1/api-keys.
 func TestAPIKeyIdempotency(t *testing.T) {
 	env := newAuthEnv(t, authEnvOptions{})
-	admin := env.key(t, scopes.APIKeysWrite)
+	admin := env.key(t, scopes.APIKeysWrite, scopes.OrdersRead, scopes.OrdersWrite, scopes.AccountRead)
 	body := `{"scopes":["orders.read"],"label":"idem"}`
 	first := env.signed(t, admin, "POST", "/v1/api-keys", body, "Idempotency-Key", "create-key-0001")
 	if first.status != 201 || first.json["secret"] == nil {

@@ -220,9 +220,13 @@ func (l *Ledger) CaptureHold(ctx context.Context, tx pgx.Tx, holdRef string, amo
 		if err != nil {
 			return err
 		}
+		// The reservation is the guard: the hold was placed against available money. The
+		// balance may still have fallen below it since (a deposit reversed by a fork), and
+		// the capture must go through all the same, or the order could never finish; a
+		// negative available balance is how the invariants surface that for an operator.
 		r, err := scanRow(tx.QueryRow(ctx, `UPDATE ledger_accounts
 			SET reserved_sun = reserved_sun - $2, balance_sun = balance_sun - $3, spent_sun = spent_sun + $3, updated_at = now()
-			WHERE account_id = $1 AND reserved_sun >= $2 AND balance_sun >= $3
+			WHERE account_id = $1 AND reserved_sun >= $2
 			RETURNING `+rowCols, accountID, held, amountSun))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("ledger: hold %s of %d SUN is not covered by the reservation of %s", holdRef, held, accountID)

@@ -465,25 +465,28 @@ type submitError struct {
 
 func (e *submitError) Error() string { return e.Code + ": " + e.Msg }
 
-// submitLocked runs java-tron's broadcast checks in its order (dup, TaPoS, expiration,
+// submitLocked runs java-tron's broadcast checks in its order (TaPoS, expiration, dup,
 // signature, contract validation) and queues the transaction for the next block.
 // fromBroadcast enables the broadcast-only faults (reject_delegation, drop_tx).
 func (s *Sim) submitLocked(rec *txRecord, fromBroadcast bool) error {
 	if s.closed {
 		return &submitError{codeOther, "Error: node is closed"}
 	}
-	if old, ok := s.known[rec.ID]; ok {
-		if old.Block > 0 {
-			return &submitError{codeDup, "Dup transaction."}
-		}
-		return &submitError{codeDup, "Transaction already exists."}
-	}
+	// java-tron's Manager.processTransaction order: TaPoS, expiration, then duplicates. A
+	// landed transaction broadcast again after its expiration is therefore refused as
+	// expired, not as a duplicate.
 	head := s.head()
 	if !s.taposOK(rec.Data) {
 		return &submitError{codeTapos, "Tapos check error."}
 	}
 	if exp := rec.Data.Expiration; exp <= head.Time || exp > head.Time+maxExpirationAhead {
 		return &submitError{codeExpired, "Transaction expired"}
+	}
+	if old, ok := s.known[rec.ID]; ok {
+		if old.Block > 0 {
+			return &submitError{codeDup, "Dup transaction."}
+		}
+		return &submitError{codeDup, "Transaction already exists."}
 	}
 	if err := checkSignature(rec); err != nil {
 		return &submitError{codeSigError, "Validate signature error: " + err.Error()}

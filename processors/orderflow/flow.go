@@ -43,6 +43,7 @@ type Node interface {
 	BroadcastTransaction(ctx context.Context, tx *tron.Transaction) (*tron.BroadcastResult, error)
 	GetTransactionInfoByID(ctx context.Context, txid string) (*tron.TransactionInfo, error)
 	GetNowBlock(ctx context.Context) (*tron.Block, error)
+	GetTransactionByID(ctx context.Context, txid string) (*tron.Transaction, error)
 }
 
 // Provider is a market provider that delivers orders itself; *supply.HTTPProvider is one.
@@ -233,6 +234,14 @@ func (f *Flow) dispatch(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 		return true, nil, nil
 	case orders.Active:
 		return f.takeBack(ctx, tx, o)
+	case orders.Refunded:
+		// Support refunded the money of a delivered order; its stake still comes back
+		// (a delegation never ends by itself). No event: order.refunded was sent.
+		if o.Resource != orders.Activation && o.DelegatedAt != nil {
+			if _, next, after, err := f.returnStake(ctx, tx, o); err != nil || next != nil {
+				return false, after, err
+			}
+		}
 	}
 	// Terminal: nothing to do; clear a stale timer.
 	if o.NextDueAt != nil {

@@ -289,6 +289,21 @@ func TestSupportRefund(t *testing.T) {
 	if last.Event != orders.EventRefunded || rd.Reason != "incident_credit" || !rd.RefundComplete || rd.RefundedAmountSun != o.TotalAmountSun {
 		t.Fatalf("order.refunded %s %+v", last.Event, rd)
 	}
+	// The money came back; the stake comes back too once the chain allows it (a
+	// delegation never ends by itself).
+	if _, err := e.sim.Mine(1300); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for e.delegated(to, orders.Energy) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the refunded order's delegation was never taken back")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if evs2 := e.events(o.ID); len(evs2) != len(evs) {
+		t.Fatalf("taking the stake back sent events: %v", evs2[len(evs):])
+	}
 	e.invariants()
 }
 
@@ -352,4 +367,68 @@ func mustAddr(t *testing.T, s string) tron.Address {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// A delegation that was broadcast and landed but whose answer was lost (the journal still
+// says signed), retried after its minute: the node refuses it as expired (java-tron checks
+// expiration before duplicates), and the processor must find it on chain instead of
+// signing a second delegation.
+func TestExpiredRefusalOfALandedDelegationDelegatesOnce(t *testing.T) {
+	e := newEnv(t)
+	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools,
+		LandGrace: 2 * time.Second, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Now: e.clock.Now, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := f.RegisterPools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acc := e.account(100)
+	to := e.receiver(true)
+	o := e.order(acc, orderSpec{resource: orders.Energy, amount: 65_000, tier: "1h", receiver: to})
+	for range 2 {
+		if _, err := f.step(ctx, o.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var signed journalRow
+	err = pgx.BeginFunc(ctx, e.db.Pool, func(tx pgx.Tx) error {
+		row, err := orderstore.Lock(ctx, tx, o.ID)
+		if err != nil {
+			return err
+		}
+		if _, _, err := f.dispatch(ctx, tx, row); err != nil {
+			return err
+		}
+		js, err := journal(ctx, tx, o.ID)
+		if err != nil || len(js) != 1 {
+			t.Fatalf("journal %v %v", js, err)
+		}
+		signed = js[0]
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The broadcast reaches the network, its answer does not reach us.
+	if _, err := e.node.BroadcastTransaction(ctx, &signed.Tx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.sim.Mine(25); err != nil { // in a block, and its minute is over
+		t.Fatal(err)
+	}
+	e.startFlow()
+	row := e.waitStatus(acc, o.ID, 20*time.Second, orders.Active, orders.Failed)
+	if row.Status != orders.Active || len(row.DelegateHashes) != 1 || row.DelegateHashes[0] != signed.TxID {
+		t.Fatalf("order %s hashes %v, want active with %s", row.Status, row.DelegateHashes, signed.TxID)
+	}
+	var fillBalance int64
+	if err := e.db.Pool.QueryRow(ctx, `SELECT balance_sun FROM order_fills WHERE order_id = $1`, o.ID).Scan(&fillBalance); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.delegated(to, orders.Energy); d != fillBalance {
+		t.Fatalf("receiver holds %d SUN of delegation, the order's fill %d", d, fillBalance)
+	}
+	e.invariants()
 }

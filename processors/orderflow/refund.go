@@ -19,8 +19,9 @@ var ErrNotRefundable = errors.New("orderflow: order cannot be refunded")
 // SupportRefund reverses a delivered order for one of the spec's reasons: the rest of the
 // charge not yet refunded goes back to the balance (balance.credited, reason refund,
 // reference_id the order), the order becomes refunded and order.refunded is sent, all in one
-// transaction with an audit row. A live delegation is left to run out; the money is what
-// is reversed. Repeating it for a refunded order is ErrNotRefundable (nothing twice).
+// transaction with an audit row. A delegation still on chain is taken back by the processor
+// (as soon as its lock allows): the order is due at once. Repeating it for a refunded order
+// is ErrNotRefundable (nothing twice).
 func (f *Flow) SupportRefund(ctx context.Context, orderID, reason, actor string) (orderstore.Row, error) {
 	if !orders.ValidRefundReason(reason) {
 		return orderstore.Row{}, fmt.Errorf("orderflow: reason %q is not one of %v", reason, orders.RefundReasons)
@@ -44,7 +45,7 @@ func (f *Flow) SupportRefund(ctx context.Context, orderID, reason, actor string)
 			}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'refunded', refunded_amount_sun = charged_amount_sun, refund_reason = $2,
-				ended_at = coalesce(ended_at, $3), next_due_at = NULL, updated_at = now() WHERE id = $1`, o.ID, reason, now); err != nil {
+				ended_at = coalesce(ended_at, $3), next_due_at = $3, updated_at = now() WHERE id = $1`, o.ID, reason, now); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO audit_log (account_id, actor, action, details) VALUES ($1, $2, 'order.refund', $3)`,

@@ -106,9 +106,17 @@ func (f *Flow) HandleFact(ctx context.Context, r *kgo.Record) error {
 		if fact.Result != "SUCCESS" {
 			state = stateFailed
 		}
-		err = f.o.Pool.QueryRow(ctx, `UPDATE signed_txs SET state = $2, result = $3, block_num = $4, block_time = $5, updated_at = now()
-			WHERE txid = $1 AND state IN ('signed', 'broadcast') RETURNING order_id`,
-			fact.TxID, state, fact.Result, fact.BlockNum, time.Time(fact.BlockTime)).Scan(&orderID)
+		// A row recorded dropped that lands all the same means a transaction was taken
+		// for gone too early: record the truth and say so loudly (its step may have been
+		// signed again).
+		var was string
+		err = f.o.Pool.QueryRow(ctx, `UPDATE signed_txs s SET state = $2, result = $3, block_num = $4, block_time = $5, updated_at = now()
+			FROM (SELECT txid, state FROM signed_txs WHERE txid = $1 FOR UPDATE) old
+			WHERE s.txid = old.txid AND old.state IN ('signed', 'broadcast', 'dropped') RETURNING s.order_id, old.state`,
+			fact.TxID, state, fact.Result, fact.BlockNum, time.Time(fact.BlockTime)).Scan(&orderID, &was)
+		if err == nil && was == stateDropped {
+			f.log.Error("a transaction recorded as dropped landed on chain; check the order's delegations", "txid", fact.TxID, "order", orderID)
+		}
 	case fact.Kind == events.FactRevert && fact.RevertedKind == events.FactTxResult:
 		// The block was orphaned: the transaction is back to waiting for a block, unless
 		// its order already moved on (then the new branch's fact settles it again).

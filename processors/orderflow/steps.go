@@ -271,7 +271,12 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 	// Activation first: a delegation to an account that does not exist is refused.
 	if o.ActivationAmountSun > 0 && !o.Activation.Performed {
 		j, ok := latest(js, purposeActivate, -1)
-		if !ok || (resignable(j) && j.Attempt < maxDelegateAttempts-1) {
+		if ok && resignable(j) && j.Attempt < maxDelegateAttempts-1 {
+			if j, err = f.confirmGone(ctx, tx, j); err != nil {
+				return false, nil, err
+			}
+		}
+		if !ok || (j.State == stateDropped && resignable(j) && j.Attempt < maxDelegateAttempts-1) {
 			attempt := 0
 			if ok {
 				attempt = j.Attempt + 1
@@ -330,7 +335,12 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 			continue
 		}
 		j, ok := latest(js, purposeDelegate, fl.Seq)
-		if !ok || (resignable(j) && j.Attempt < maxDelegateAttempts-1) {
+		if ok && resignable(j) && j.Attempt < maxDelegateAttempts-1 {
+			if j, err = f.confirmGone(ctx, tx, j); err != nil {
+				return false, nil, err
+			}
+		}
+		if !ok || (j.State == stateDropped && resignable(j) && j.Attempt < maxDelegateAttempts-1) {
 			attempt := 0
 			if ok {
 				attempt = j.Attempt + 1
@@ -394,18 +404,41 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 // maxDelegateAttempts bounds how often one fill's delegation is signed.
 const maxDelegateAttempts = 3
 
-// resignable reports whether a journaled delegation may be replaced by a new one: the node
-// refused it as expired (or with a reference block it no longer knows) and so does not hold
-// it — a transaction the node has answers DUP_TRANSACTION_ERROR, whatever its age — and an
-// expired transaction can never be packed. That is a transaction the network never took (a
-// crash or a stall between signing and broadcasting outlived its minute), not a delegation
-// the chain rejected, so the fill is retried rather than failed.
+// resignable reports whether a journaled transaction the node refused as expired (or with a
+// reference block it no longer knows) may be replaced by a new one. java-tron checks TaPoS
+// and expiration before it looks for duplicates, so such a refusal says nothing about
+// whether an earlier broadcast of the same bytes landed: confirmGone asks the node before
+// anything is signed again. A transaction the network never took (a crash or a stall
+// between signing and broadcasting outlived its minute) is retried rather than failed.
 func resignable(j journalRow) bool {
 	if j.State != stateDropped || j.Result == nil {
 		return false
 	}
 	r := *j.Result
 	return strings.HasPrefix(r, "TRANSACTION_EXPIRATION_ERROR") || strings.HasPrefix(r, "TAPOS_ERROR")
+}
+
+// confirmGone checks with the node that a transaction refused as expired is in no block
+// and not waiting for one. If the node has it after all (an earlier broadcast whose answer
+// was lost), the journal row goes back to broadcast and the chain settles it; only a
+// transaction the node does not know stays dropped and may be signed again.
+func (f *Flow) confirmGone(ctx context.Context, tx pgx.Tx, j journalRow) (journalRow, error) {
+	_, err := f.o.Node.GetTransactionInfoByID(ctx, j.TxID)
+	if errors.Is(err, tron.ErrNotFound) {
+		_, err = f.o.Node.GetTransactionByID(ctx, j.TxID)
+		if errors.Is(err, tron.ErrNotFound) {
+			return j, nil // gone for good
+		}
+	}
+	if err != nil {
+		return j, err
+	}
+	f.log.Warn("a transaction refused as expired is known to the node; waiting for its block", "txid", j.TxID, "purpose", j.Purpose)
+	if _, err := tx.Exec(ctx, `UPDATE signed_txs SET state = 'broadcast', result = NULL, updated_at = now() WHERE txid = $1`, j.TxID); err != nil {
+		return j, err
+	}
+	j.State, j.Result = stateBroadcast, nil
+	return j, nil
 }
 
 // landedOrDropped decides about a broadcast transaction the node does not show in a
@@ -587,17 +620,47 @@ func (f *Flow) takeBack(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 	if !reclaim && now.Before(expires) {
 		return f.wait(ctx, tx, o, expires)
 	}
+	hashes, next, after, err := f.returnStake(ctx, tx, o)
+	if err != nil || next != nil {
+		return false, after, err
+	}
+	to, typ := orders.Expired, orders.EventExpired
+	if reclaim {
+		to, typ = orders.Reclaimed, orders.EventReclaimed
+	}
+	var hash *string
+	if len(hashes) > 0 {
+		hash = &hashes[0]
+	}
+	at := now.UTC().Truncate(time.Millisecond)
+	if _, err := tx.Exec(ctx, `UPDATE orders SET status = $2, reclaim_hash = $3, ended_at = $4, next_due_at = NULL, updated_at = now() WHERE id = $1`,
+		o.ID, string(to), hash, at); err != nil {
+		return false, nil, err
+	}
+	f.transitions.WithLabelValues(string(to)).Inc()
+	o.Status = to
+	return false, nil, f.emit(ctx, tx, o, typ, o.Record.Ended(reclaim, hash, at))
+}
+
+// returnStake undelegates every landed fill of our own pools, journaled like the
+// delegations, and reports the undelegation hashes once every one of them is in a block
+// (the fills are then marked returned). Until then next is when to look again (already set
+// as the order's due time) and after broadcasts what was just signed. An undelegation that
+// fails, is refused or expires outside a block is signed again; the chain refuses one while
+// the delegation's lock runs, and the step tries again a little later.
+func (f *Flow) returnStake(ctx context.Context, tx pgx.Tx, o orderstore.Row) (hashes []string, next *time.Time, after action, err error) {
+	now := f.o.Now()
+	due5 := now.Add(5 * f.o.RetryEvery)
 	js, err := journal(ctx, tx, o.ID)
 	if err != nil {
-		return false, nil, err
+		return nil, nil, nil, err
 	}
 	fs, err := fills(ctx, tx, o.ID)
 	if err != nil {
-		return false, nil, err
+		return nil, nil, nil, err
 	}
 	receiver, _ := tron.ParseAddress(o.Receiver)
 	var pending []journalRow
-	var hashes []string
 	done := true
 	own := 0
 	for _, fl := range fs {
@@ -606,6 +669,11 @@ func (f *Flow) takeBack(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 		}
 		own++
 		j, ok := latest(js, purposeUndelegate, fl.Seq)
+		if ok && resignable(j) {
+			if j, err = f.confirmGone(ctx, tx, j); err != nil {
+				return nil, nil, nil, err
+			}
+		}
 		if !ok || j.State == stateDropped || j.State == stateFailed {
 			attempt := 0
 			if ok {
@@ -621,9 +689,9 @@ func (f *Flow) takeBack(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 				if errors.As(err, &ne) {
 					// Still locked (or the node says no for now): later.
 					f.log.Info("undelegation not possible yet", "order", o.ID, "fill", fl.Seq, "err", err)
-					return f.wait(ctx, tx, o, now.Add(5*f.o.RetryEvery))
+					return nil, &due5, nil, f.setDue(ctx, tx, o, due5)
 				}
-				return false, nil, err
+				return nil, nil, nil, err
 			}
 		}
 		if j.State == stateBroadcast {
@@ -631,7 +699,7 @@ func (f *Flow) takeBack(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 			// for the undelegation's block (its chain fact, or the node once the block
 			// is deep enough). One that expires outside any block is signed again.
 			if j, err = f.undelegationFate(ctx, tx, j); err != nil {
-				return false, nil, err
+				return nil, nil, nil, err
 			}
 		}
 		switch j.State {
@@ -642,34 +710,25 @@ func (f *Flow) takeBack(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 			hashes = append(hashes, j.TxID)
 		}
 	}
+	retry := now.Add(f.o.RetryEvery)
 	if !done {
-		_, err := tx.Exec(ctx, `UPDATE orders SET next_due_at = $2 WHERE id = $1`, o.ID, now.Add(f.o.RetryEvery))
-		return false, f.broadcastAll(pending), err
+		return nil, &retry, f.broadcastAll(pending), f.setDue(ctx, tx, o, retry)
 	}
 	if len(hashes) < own {
 		// Undelegations still on their way to a block, or refused and signed again by the
 		// next step.
-		return f.wait(ctx, tx, o, now.Add(f.o.RetryEvery))
-	}
-	to, typ := orders.Expired, orders.EventExpired
-	if reclaim {
-		to, typ = orders.Reclaimed, orders.EventReclaimed
-	}
-	var hash *string
-	if len(hashes) > 0 {
-		hash = &hashes[0]
-	}
-	at := now.UTC().Truncate(time.Millisecond)
-	if _, err := tx.Exec(ctx, `UPDATE orders SET status = $2, reclaim_hash = $3, ended_at = $4, next_due_at = NULL, updated_at = now() WHERE id = $1`,
-		o.ID, string(to), hash, at); err != nil {
-		return false, nil, err
+		return nil, &retry, nil, f.setDue(ctx, tx, o, retry)
 	}
 	if _, err := tx.Exec(ctx, `UPDATE order_fills SET state = 'returned', updated_at = now() WHERE order_id = $1 AND state = 'landed'`, o.ID); err != nil {
-		return false, nil, err
+		return nil, nil, nil, err
 	}
-	f.transitions.WithLabelValues(string(to)).Inc()
-	o.Status = to
-	return false, nil, f.emit(ctx, tx, o, typ, o.Record.Ended(reclaim, hash, at))
+	return hashes, nil, nil, nil
+}
+
+// setDue sets the order's next look.
+func (f *Flow) setDue(ctx context.Context, tx pgx.Tx, o orderstore.Row, at time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE orders SET next_due_at = $2 WHERE id = $1`, o.ID, at)
+	return err
 }
 
 // undelegationFate settles a broadcast undelegation from the node when its block is deep

@@ -16,8 +16,9 @@ import (
 
 // DefaultTTL covers the whole acceptance window of one signature: its timestamp may be up
 // to MaxSkew ahead of the server clock when first seen and stays acceptable until MaxSkew
-// after it, so 2×MaxSkew, plus a second for clock differences between replicas.
-const DefaultTTL = 2*reqsign.MaxSkew + time.Second
+// after it, so 2×MaxSkew, plus a margin for clock differences between replicas (a replica
+// whose clock lags accepts the signature for that much longer).
+const DefaultTTL = 2*reqsign.MaxSkew + 5*time.Second
 
 // Cache remembers used signatures.
 type Cache struct {
