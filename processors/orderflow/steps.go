@@ -37,15 +37,17 @@ func fills(ctx context.Context, tx pgx.Tx, orderID string) ([]fill, error) {
 	var out []fill
 	for rows.Next() {
 		var fl fill
-		var pool string
+		var pool *string // null for a provider fill not bought yet
 		if err := rows.Scan(&fl.Seq, &fl.Source, &pool, &fl.Amount, &fl.BalanceSun, &fl.State); err != nil {
 			return nil, err
 		}
-		a, err := tron.ParseAddress(pool)
-		if err != nil {
-			return nil, err
+		if pool != nil {
+			a, err := tron.ParseAddress(*pool)
+			if err != nil {
+				return nil, err
+			}
+			fl.Pool = a
 		}
-		fl.Pool = a
 		out = append(out, fl)
 	}
 	return out, rows.Err()
@@ -85,71 +87,84 @@ func (f *Flow) allocate(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 			return false, nil, err
 		}
 	}
-	providers := 0
-	for _, p := range f.o.Providers {
-		if remaining <= 0 {
-			break
-		}
-		got, err := f.allocateProvider(ctx, tx, o, p, seq, remaining)
-		if err != nil {
+	if remaining > 0 && len(f.o.Providers) > 0 {
+		// The rest is bought from the first provider when the order is delivered; the
+		// fill row is written now, so the purchase has a stable reference (order and fill)
+		// that a crash or a retry can never change.
+		if _, err := tx.Exec(ctx, `INSERT INTO order_fills (order_id, seq, source, amount, balance_sun, state)
+			VALUES ($1, $2, $3, $4, 0, 'reserved')`, o.ID, seq, f.o.Providers[0].Slug(), remaining); err != nil {
 			return false, nil, err
 		}
-		if got > 0 {
-			seq++
-			providers++
-			remaining -= got
-		}
+		seq++
 	}
 	if seq == 0 {
 		return true, nil, f.fail(ctx, tx, o, apierr.InsufficientSupply, "neither the stake pools nor the providers could fill the order when it was allocated")
 	}
-	filledBy := orders.FilledByPool
-	if providers > 0 {
-		// A provider's part cannot be taken back by us: the order reports the provider
-		// (reclaim answers 3008).
-		if err := tx.QueryRow(ctx, `SELECT source FROM order_fills WHERE order_id = $1 AND source <> 'pool' ORDER BY seq LIMIT 1`, o.ID).
-			Scan(&filledBy); err != nil {
-			return false, nil, err
-		}
-	}
-	if _, err := tx.Exec(ctx, `UPDATE orders SET filled_by = $2 WHERE id = $1`, o.ID, filledBy); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE orders SET filled_by = $2 WHERE id = $1`, o.ID, orders.FilledByPool); err != nil {
 		return false, nil, err
 	}
 	return true, nil, f.setStatus(ctx, tx, o, orders.Allocating, now.Add(30*time.Second))
 }
 
-// allocateProvider buys up to amount from a market provider. The provider delegates
-// itself; its answer becomes a fill that is already broadcast, journaled under the
-// provider's address so that settling, verification and the chain facts treat it like our
-// own. ref makes the purchase idempotent: after a crash the same ref answers the same
-// delegation.
-func (f *Flow) allocateProvider(ctx context.Context, tx pgx.Tx, o orderstore.Row, p Provider, seq int, amount int64) (int64, error) {
-	req := supply.ProviderOrderRequest{Ref: fmt.Sprintf("%s:%d", o.ID, seq), Resource: pricingResource(o.Resource), Tier: tierOf(o), Amount: amount, Receiver: o.Receiver}
+// buyFromProvider delivers a provider fill: the provider delegates from its own stake and
+// its answer becomes the fill, journaled under the provider's address so that settling,
+// verification and the chain facts treat it like our own. The reference is the order and
+// the fill, both committed before the first call, so asking again after a crash or a
+// rolled-back step answers the same purchase and never buys twice. A provider that is sold
+// out hands the fill to the next provider, if any; otherwise the part is not delivered.
+func (f *Flow) buyFromProvider(ctx context.Context, tx pgx.Tx, o orderstore.Row, fl fill) error {
+	next := -1
+	var p Provider
+	for i, q := range f.o.Providers {
+		if q.Slug() == fl.Source {
+			p, next = q, i+1
+		}
+	}
+	if p == nil {
+		_, err := tx.Exec(ctx, `UPDATE order_fills SET state = 'failed', updated_at = now() WHERE order_id = $1 AND seq = $2`, o.ID, fl.Seq)
+		return err
+	}
+	req := supply.ProviderOrderRequest{Ref: fmt.Sprintf("%s:%d", o.ID, fl.Seq), Resource: pricingResource(o.Resource), Tier: tierOf(o),
+		Amount: fl.Amount, Receiver: o.Receiver}
 	r, err := p.Order(ctx, req)
 	if errors.Is(err, supply.ErrProviderSoldOut) {
-		f.log.Info("provider sold out", "order", o.ID, "provider", p.Slug(), "amount", amount)
-		return 0, nil
+		f.log.Info("provider sold out", "order", o.ID, "provider", p.Slug(), "amount", fl.Amount)
+		if _, err := tx.Exec(ctx, `UPDATE order_fills SET state = 'failed', updated_at = now() WHERE order_id = $1 AND seq = $2`, o.ID, fl.Seq); err != nil {
+			return err
+		}
+		if next < len(f.o.Providers) {
+			_, err := tx.Exec(ctx, `INSERT INTO order_fills (order_id, seq, source, amount, balance_sun, state)
+				SELECT $1, max(seq) + 1, $2, $3, 0, 'reserved' FROM order_fills WHERE order_id = $1`, o.ID, f.o.Providers[next].Slug(), fl.Amount)
+			return err
+		}
+		return nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("provider %s: %w", p.Slug(), err)
+		return fmt.Errorf("provider %s: %w", p.Slug(), err)
 	}
 	head, err := f.o.Node.GetNowBlock(ctx)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO order_fills (order_id, seq, source, pool_address, amount, balance_sun, state, delegate_txid)
-		VALUES ($1, $2, $3, $4, $5, $6, 'broadcast', $7)`, o.ID, seq, p.Slug(), r.From, r.Amount, r.BalanceSun, r.TxID); err != nil {
-		return 0, err
+	if _, err := tx.Exec(ctx, `UPDATE order_fills SET pool_address = $3, amount = $4, balance_sun = $5, delegate_txid = $6, state = 'broadcast',
+			updated_at = now() WHERE order_id = $1 AND seq = $2`, o.ID, fl.Seq, r.From, r.Amount, r.BalanceSun, r.TxID); err != nil {
+		return err
 	}
 	// The provider's transaction expires like any other: a minute of chain time after it
 	// was built, at the latest.
 	exp := time.UnixMilli(head.BlockHeader.RawData.Timestamp + 60_000)
 	if _, err := tx.Exec(ctx, `INSERT INTO signed_txs (txid, order_id, purpose, fill_seq, attempt, signer, tx, expiration, state)
 		VALUES ($1, $2, 'delegate', $3, 0, $4, $5, $6, 'broadcast') ON CONFLICT (txid) DO NOTHING`,
-		r.TxID, o.ID, seq, r.From, map[string]any{"provider": p.Slug(), "ref": req.Ref}, exp); err != nil {
-		return 0, err
+		r.TxID, o.ID, fl.Seq, r.From, map[string]any{"provider": p.Slug(), "ref": req.Ref}, exp); err != nil {
+		return err
 	}
-	return r.Amount, chainwatch.Track(ctx, tx, r.TxID)
+	// A provider's part cannot be taken back by us: the order names the provider (reclaim
+	// answers 3008).
+	if _, err := tx.Exec(ctx, `UPDATE orders SET filled_by = $2 WHERE id = $1 AND (filled_by IS NULL OR filled_by = $3)`,
+		o.ID, p.Slug(), orders.FilledByPool); err != nil {
+		return err
+	}
+	return chainwatch.Track(ctx, tx, r.TxID)
 }
 
 // allocatePools reserves stake from the own pools; it returns the next fill sequence
@@ -334,6 +349,13 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 		if fl.State != "reserved" {
 			continue
 		}
+		if fl.Source != "pool" {
+			if err := f.buyFromProvider(ctx, tx, o, fl); err != nil {
+				return false, nil, err
+			}
+			allSent = false // look again: bought (broadcast), or handed to the next provider
+			continue
+		}
 		j, ok := latest(js, purposeDelegate, fl.Seq)
 		if ok && resignable(j) && j.Attempt < maxDelegateAttempts-1 {
 			if j, err = f.confirmGone(ctx, tx, j); err != nil {
@@ -393,6 +415,14 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 		return false, nil, err
 	}
 	if len(hashes) == 0 {
+		var onlyProviders bool
+		if err := tx.QueryRow(ctx, `SELECT coalesce(bool_and(source <> 'pool'), false) FROM order_fills WHERE order_id = $1`, o.ID).
+			Scan(&onlyProviders); err != nil {
+			return false, nil, err
+		}
+		if onlyProviders {
+			return true, nil, f.fail(ctx, tx, o, apierr.InsufficientSupply, "the providers could not deliver the order")
+		}
 		return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "every delegation was refused by the chain")
 	}
 	if _, err := tx.Exec(ctx, `UPDATE orders SET delegate_hashes = $2, updated_at = now() WHERE id = $1`, o.ID, hashes); err != nil {
