@@ -299,14 +299,18 @@ var (
 // then, whenever a delivery finishes, the next delivery of the key. It returns when the
 // key is empty or its head waits for a wake-up.
 func (d *Deliverer) drive(ctx context.Context, accountID, okey string, s *step) error {
+	// lastStale stops the loop when the head itself turned out stale. A stale step that
+	// came from a wake-up says nothing about the head: after a failover the head is the
+	// same event on the backup at attempt 0, which nothing else would ever drive.
 	lastStale := ""
 	for {
+		fromHead := false
 		if s == nil {
 			head, ok, err := d.store.Head(ctx, accountID, okey)
 			if err != nil || !ok || head.Attempt > 0 || head.EventID == lastStale {
 				return err // nothing, or a delivery whose wake-up is on its way
 			}
-			s = &step{EventID: head.EventID, Role: head.Role, N: 1}
+			s, fromHead = &step{EventID: head.EventID, Role: head.Role, N: 1}, true
 		}
 		it, res, err := d.store.Claim(ctx, s.EventID, s.Role, s.N, lease)
 		if err != nil {
@@ -314,7 +318,10 @@ func (d *Deliverer) drive(ctx context.Context, accountID, okey string, s *step) 
 		}
 		switch res {
 		case webhooks.Stale:
-			lastStale, s = s.EventID, nil
+			if fromHead {
+				lastStale = s.EventID
+			}
+			s = nil
 			continue
 		case webhooks.Busy:
 			return errBusy
