@@ -502,7 +502,6 @@ func (f *Flow) settle(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, a
 	if err != nil {
 		return false, nil, err
 	}
-	var firstBlock *time.Time
 	for _, fl := range fs {
 		if fl.State != "broadcast" {
 			continue
@@ -532,9 +531,6 @@ func (f *Flow) settle(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, a
 		state := "landed"
 		if j.State != stateLanded || (j.Result != nil && *j.Result != "SUCCESS") {
 			state = "failed"
-		} else if j.BlockTime != nil && (firstBlock == nil || j.BlockTime.Before(*firstBlock)) {
-			t := *j.BlockTime
-			firstBlock = &t
 		}
 		if _, err := tx.Exec(ctx, `UPDATE order_fills SET state = $3, updated_at = now() WHERE order_id = $1 AND seq = $2`, o.ID, fl.Seq, state); err != nil {
 			return false, nil, err
@@ -544,12 +540,23 @@ func (f *Flow) settle(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, a
 	if err != nil {
 		return false, nil, err
 	}
+	if js, err = journal(ctx, tx, o.ID); err != nil {
+		return false, nil, err
+	}
+	// delegated_at is the block of the first delegation that landed, whichever pass of
+	// this step saw it land.
+	var firstBlock *time.Time
 	var delivered int64
 	byPool := map[tron.Address]int64{}
 	for _, fl := range fs {
-		if fl.State == "landed" {
-			delivered += fl.Amount
-			byPool[fl.Pool] += fl.BalanceSun
+		if fl.State != "landed" {
+			continue
+		}
+		delivered += fl.Amount
+		byPool[fl.Pool] += fl.BalanceSun
+		if j, ok := latest(js, purposeDelegate, fl.Seq); ok && j.BlockTime != nil && (firstBlock == nil || j.BlockTime.Before(*firstBlock)) {
+			t := *j.BlockTime
+			firstBlock = &t
 		}
 	}
 	if o.Resource != orders.Activation && delivered == 0 {
