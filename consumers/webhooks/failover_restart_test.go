@@ -85,3 +85,31 @@ func TestFailoverInterruptedByShutdownIsDeliveredAfterRestart(t *testing.T) {
 	err := e.db.Pool.QueryRow(context.Background(), `SELECT role, attempt FROM webhook_queue WHERE event_id=$1`, ev.EventID).Scan(&role, &attempt)
 	t.Errorf("event %s never delivered after restart; queue row: role=%s attempt=%d err=%v; requests=%d", ev.EventID, role, attempt, err, len(e.rcv.requests()))
 }
+
+// Delivery history is pruned past its retention, and only past it.
+func TestDeliveryHistoryIsPruned(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint(t, webhooks.RolePrimary, "/primary")
+	e.rcv.Answer = func(received) int { return 200 }
+	old := e.publish(t, "balance.credited", map[string]any{"reason": "deposit", "amount_sun": 1})
+	fresh := e.publish(t, "balance.credited", map[string]any{"reason": "deposit", "amount_sun": 2})
+	cancel, done := e.startCancelable(t, []time.Duration{100 * time.Millisecond})
+	defer func() { cancel(); <-done }()
+	ctx := context.Background()
+	count := func(id string) (n int) {
+		_ = e.db.Pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE event_id = $1`, id).Scan(&n)
+		return n
+	}
+	for deadline := time.Now().Add(20 * time.Second); count(old.EventID) == 0 || count(fresh.EventID) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("events not delivered")
+		}
+	}
+	if _, err := e.db.Pool.Exec(ctx, `UPDATE webhook_deliveries SET attempted_at = now() - interval '36 days' WHERE event_id = $1`, old.EventID); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.store.PruneHistory(ctx, webhooks.HistoryRetention)
+	if err != nil || n != 1 || count(old.EventID) != 0 || count(fresh.EventID) != 1 {
+		t.Fatalf("pruned %d (%v); rows left: old %d, fresh %d", n, err, count(old.EventID), count(fresh.EventID))
+	}
+}

@@ -163,6 +163,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	errc := make(chan error, 2)
 	go func() { errc <- d.main.Run(ctx) }()
 	go func() { errc <- d.retry.Run(ctx) }()
+	go d.pruneHistory(ctx)
 	d.log.Info("webhook deliverer up", "retry_steps", len(d.o.Delays))
 	err = <-errc
 	cancel()
@@ -170,6 +171,26 @@ func (d *Deliverer) Run(ctx context.Context) error {
 		err = err2
 	}
 	return err
+}
+
+// pruneHistory keeps delivery history bounded: every hour, rows older than
+// webhooks.HistoryRetention go. Several replicas may prune at once; the deletes are
+// idempotent.
+func (d *Deliverer) pruneHistory(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := d.store.PruneHistory(ctx, webhooks.HistoryRetention); err != nil && ctx.Err() == nil {
+			d.log.Warn("pruning webhook delivery history failed", "err", err)
+		} else if n > 0 {
+			d.log.Info("webhook delivery history pruned", "rows", n)
+		}
+	}
 }
 
 // envelope is the part of an event the deliverer reads; the body is sent unchanged.

@@ -258,3 +258,26 @@ func (s *Store) OrderTier(ctx context.Context, orderID string) (string, error) {
 	}
 	return *tier, nil
 }
+
+// HistoryRetention is how long delivery history is kept. It outlives the event topics'
+// retention (30 days), because Enqueue relies on a delivered event's rows to ignore a
+// re-read of that event.
+const HistoryRetention = 35 * 24 * time.Hour
+
+// PruneHistory deletes delivery history older than olderThan, in bounded chunks so that no
+// statement holds long locks; it returns how many rows went.
+func (s *Store) PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error) {
+	const chunk = 5000
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM webhook_deliveries WHERE id IN (
+			SELECT id FROM webhook_deliveries WHERE attempted_at < now() - $1::interval LIMIT $2)`, olderThan, chunk)
+		if err != nil {
+			return total, err
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < chunk {
+			return total, nil
+		}
+	}
+}
