@@ -24,12 +24,12 @@ type extractor struct {
 // parties are. That is cheap on the simulator and on nile; if mainnet volume ever makes it
 // too much, issue 4 can add a watched-address filter here (deposit addresses, kept in
 // Postgres and loaded per batch) without changing the fact format.
-func (e *extractor) facts(b *Block, infos map[string]*TxInfo, tracked map[string]bool) []events.ChainFact {
+func (e *extractor) facts(b *Block, infos map[string]*TxInfo, tracked map[string]bool, epoch int64) []events.ChainFact {
 	var out []events.ChainFact
 	base := func(kind events.FactKind, txID string, logIndex int) events.ChainFact {
 		f := events.ChainFact{
 			Kind:      kind,
-			FactID:    events.FactID(kind, txID, logIndex, b.ID),
+			FactID:    events.FactIDAt(kind, txID, logIndex, b.ID, epoch),
 			Network:   e.network,
 			TxID:      txID,
 			BlockNum:  b.Num,

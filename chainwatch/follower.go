@@ -249,7 +249,7 @@ func (f *Follower) poll(ctx context.Context) (caughtUp bool, err error) {
 	}
 	facts := make([][]events.ChainFact, len(blocks))
 	for i := range blocks {
-		facts[i] = f.ex.facts(&blocks[i], infos[i], tracked)
+		facts[i] = f.ex.facts(&blocks[i], infos[i], tracked, f.cur.Epoch)
 	}
 	if _, err := f.st.advance(ctx, f.cur, blocks, facts); err != nil {
 		if errors.Is(err, errCursorMoved) {
@@ -258,7 +258,7 @@ func (f *Follower) poll(ctx context.Context) (caughtUp bool, err error) {
 		return false, fmt.Errorf("commit blocks %d..%d: %w", blocks[0].Num, blocks[len(blocks)-1].Num, err)
 	}
 	last := blocks[len(blocks)-1]
-	f.cur = cursor{Num: last.Num, ID: last.ID}
+	f.cur = cursor{Num: last.Num, ID: last.ID, Epoch: f.cur.Epoch}
 	f.m.blocks.Add(float64(len(blocks)))
 	for _, bf := range facts {
 		for _, fact := range bf {
@@ -330,6 +330,7 @@ func (f *Follower) handleFork(ctx context.Context) error {
 		}
 		return fmt.Errorf("rewind to %d: %w", ancestor.Num, err)
 	}
+	ancestor.Epoch = from.Epoch + 1 // as rewind stored it
 	f.cur = ancestor
 	f.m.forks.Inc()
 	f.m.facts.WithLabelValues(string(events.FactRevert)).Add(float64(reverted))

@@ -240,6 +240,15 @@ func TestForkRevertsOrphanedFactsAndReemitsOnNewBranch(t *testing.T) {
 	if m := testutilCount(f.m.forks); m != 1 {
 		t.Errorf("forks metric %v, want 1", m)
 	}
+	// Facts after the rewind carry its epoch: a block that came back unchanged would be
+	// announced under new ids, which consumers do not mistake for a re-read.
+	var epoch int64
+	if err := db.Pool.QueryRow(context.Background(), `SELECT epoch FROM chain_cursor WHERE name = $1`, CursorName).Scan(&epoch); err != nil || epoch != 1 {
+		t.Errorf("cursor epoch %d (%v) after one fork, want 1", epoch, err)
+	}
+	if want := events.FactIDAt(events.FactTRXTransfer, a, -1, c.blocks[9].ID, 1); got[2].FactID != want {
+		t.Errorf("re-emitted fact id %s, want the epoch-1 id %s", got[2].FactID, want)
+	}
 }
 
 func TestForkDeeperThanWindowStopsWithoutWriting(t *testing.T) {

@@ -55,6 +55,9 @@ func Track(ctx context.Context, db Execer, txIDs ...string) error {
 type cursor struct {
 	Num int64
 	ID  string
+	// Epoch counts the rewinds so far; fact ids include it (events.FactIDAt), so a block
+	// that comes back after a fork took it away is announced with new ids.
+	Epoch int64
 }
 
 // errCursorMoved means the cursor row no longer holds what this instance last wrote:
@@ -77,7 +80,7 @@ func (s *store) load(ctx context.Context, start func(context.Context) (cursor, e
 		var c cursor
 		found := true
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			err := tx.QueryRow(ctx, `SELECT block_num, block_hash FROM chain_cursor WHERE name = $1 FOR UPDATE`, CursorName).Scan(&c.Num, &c.ID)
+			err := tx.QueryRow(ctx, `SELECT block_num, block_hash, epoch FROM chain_cursor WHERE name = $1 FOR UPDATE`, CursorName).Scan(&c.Num, &c.ID, &c.Epoch)
 			if errors.Is(err, pgx.ErrNoRows) {
 				found = false
 				return nil
@@ -112,7 +115,7 @@ func (s *store) touch(ctx context.Context) error {
 // lock serialises writers, so two replicas can never both commit facts for one block.
 func lock(ctx context.Context, tx pgx.Tx, want cursor) error {
 	var got cursor
-	err := tx.QueryRow(ctx, `SELECT block_num, block_hash FROM chain_cursor WHERE name = $1 FOR UPDATE`, CursorName).Scan(&got.Num, &got.ID)
+	err := tx.QueryRow(ctx, `SELECT block_num, block_hash, epoch FROM chain_cursor WHERE name = $1 FOR UPDATE`, CursorName).Scan(&got.Num, &got.ID, &got.Epoch)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errCursorMoved
 	}
@@ -126,8 +129,8 @@ func lock(ctx context.Context, tx pgx.Tx, want cursor) error {
 }
 
 func setCursor(ctx context.Context, tx pgx.Tx, c cursor) error {
-	_, err := tx.Exec(ctx, `UPDATE chain_cursor SET block_num = $2, block_hash = $3, updated_at = now() WHERE name = $1`,
-		CursorName, c.Num, c.ID)
+	_, err := tx.Exec(ctx, `UPDATE chain_cursor SET block_num = $2, block_hash = $3, epoch = $4, updated_at = now() WHERE name = $1`,
+		CursorName, c.Num, c.ID, c.Epoch)
 	return err
 }
 
@@ -193,7 +196,7 @@ func (s *store) advance(ctx context.Context, from cursor, blocks []Block, facts 
 				return fmt.Errorf("insert block facts: %w", err)
 			}
 		}
-		if err := setCursor(ctx, tx, cursor{Num: last.Num, ID: last.ID}); err != nil {
+		if err := setCursor(ctx, tx, cursor{Num: last.Num, ID: last.ID, Epoch: from.Epoch}); err != nil {
 			return err
 		}
 		// Keep the window; facts of pruned blocks go with them (ON DELETE CASCADE).
@@ -271,6 +274,7 @@ func (s *store) rewind(ctx context.Context, from, ancestor cursor) (reverted int
 		if _, err := tx.Exec(ctx, `DELETE FROM chain_blocks WHERE block_num > $1`, ancestor.Num); err != nil {
 			return err
 		}
+		ancestor.Epoch = from.Epoch + 1
 		return setCursor(ctx, tx, ancestor)
 	})
 	return reverted, err

@@ -15,7 +15,9 @@ import (
 // Contract for consumers:
 //   - Facts are at least once on the wire (Kafka, relay retries) but chainwatch writes each
 //     one exactly once per block it is included in. Dedupe by DedupeKey (kind, tx_id,
-//     log_index); fact_id names one inclusion of that key in one block.
+//     log_index); fact_id names one inclusion of that key in one block, in one rewind epoch
+//     of the follower (FactIDAt): a block orphaned by a fork and brought back by a later
+//     one is announced under new fact ids.
 //   - After a fork, every fact of an orphaned block is cancelled by a revert fact (same key,
 //     same partition, later offset) whose Reverts names the cancelled fact_id. A consumer
 //     undoes what the cancelled fact did and forgets its dedupe key, because the same
@@ -84,6 +86,17 @@ const (
 // one; the same transaction on another branch gets another. logIndex < 0 means none.
 func FactID(kind FactKind, txID string, logIndex int, blockID string) string {
 	return factID(string(kind), txID, strconv.Itoa(logIndex), blockID)
+}
+
+// FactIDAt is FactID in the follower's rewind epoch (the number of forks it has rewound).
+// Epoch 0 is FactID. A block orphaned by one fork and brought back by a later one gets new
+// ids, so consumers that deduplicate by fact id take the returning block up again, while a
+// re-read of the same block in the same epoch (a crash) still yields the same ids.
+func FactIDAt(kind FactKind, txID string, logIndex int, blockID string, epoch int64) string {
+	if epoch == 0 {
+		return FactID(kind, txID, logIndex, blockID)
+	}
+	return factID(string(kind), txID, strconv.Itoa(logIndex), blockID, "epoch", strconv.FormatInt(epoch, 10))
 }
 
 // RevertFactID is the deterministic id of the revert of the fact cancelled.
