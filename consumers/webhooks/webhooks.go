@@ -3,12 +3,17 @@
 // through one delay topic per step, failing over from the primary to the backup endpoint
 // and dead-lettering what no endpoint took. docs/webhooks.md describes the contract.
 //
-// State lives in Postgres (infra/webhooks): a delivery that did not succeed at its first
-// attempt sits in the queue table until it is delivered or dead, and the retry topics carry
-// only wake-ups naming the attempt that is due. Every step writes Kafka before it commits
-// the Postgres state that expects it, and commits the Kafka offset that caused it last, so
-// a crash at any point leads to the step being redone (a duplicate send, which receivers
-// dedupe by event id) and never to a delivery that nobody drives.
+// State lives in Postgres (infra/webhooks): every delivery sits in the queue table until it
+// is delivered or dead, and the retry topics carry only wake-ups naming the attempt that is
+// due. The Kafka handlers never make an attempt: they queue the event (or take the
+// wake-up), hand the ordering key to the dispatcher (dispatch.go: a bounded pool of drives,
+// one per key at a time, a share per account) and return, so one slow or dead endpoint
+// holds up only its own account's keys, never a partition. Every step writes Kafka before
+// it commits the Postgres state that expects it; an offset is committed once what it
+// caused is in the queue table, and a drive that dies with the process is taken up again
+// by the sweep of overdue queue heads, so a crash at any point leads to the step being
+// redone (a duplicate send, which receivers dedupe by event id) and never to a delivery
+// that nobody drives.
 //
 // Ordering: the events of one order are delivered one at a time in the order they were
 // read (the order topic is keyed by order id, so that is the order they happened). An
@@ -60,8 +65,16 @@ type Options struct {
 	Delays []time.Duration
 	// MaxConnsPerHost bounds connections to one endpoint (default 64).
 	MaxConnsPerHost int
-	Logger          *slog.Logger
-	Registerer      prometheus.Registerer
+	// MaxDrives bounds the ordering keys driven (attempts in flight) at once by this
+	// replica (default 256); MaxDrivesPerAccount bounds those of one account (default 32),
+	// so one account's slow endpoint cannot occupy the whole pool.
+	MaxDrives           int
+	MaxDrivesPerAccount int
+	// SweepEvery is how often the queue is searched for deliveries whose attempt is overdue
+	// (by twice that) and that nobody drives: those of a replica that died (default 1s).
+	SweepEvery time.Duration
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
 	// ClientOpts are appended to every Kafka client's options (tests shorten timeouts).
 	ClientOpts []kgo.Opt
 	Now        func() time.Time
@@ -77,6 +90,8 @@ type Deliverer struct {
 	prod   *kgo.Client
 	main   *kafka.Runner
 	retry  *delayConsumer
+	pool   *dispatcher
+	enq    *enqueuer
 
 	attempts   *prometheus.CounterVec
 	latency    prometheus.Histogram
@@ -100,6 +115,16 @@ func New(o Options) (*Deliverer, error) {
 	if o.Group == "" {
 		o.Group = "webhooks"
 	}
+	if o.MaxDrives <= 0 {
+		o.MaxDrives = 256
+	}
+	if o.MaxDrivesPerAccount <= 0 {
+		o.MaxDrivesPerAccount = 32
+	}
+	o.MaxDrivesPerAccount = min(o.MaxDrivesPerAccount, o.MaxDrives)
+	if o.SweepEvery <= 0 {
+		o.SweepEvery = time.Second
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -111,6 +136,8 @@ func New(o Options) (*Deliverer, error) {
 	// by the caller still win).
 	o.ClientOpts = append([]kgo.Opt{kgo.SessionTimeout(10 * time.Second)}, o.ClientOpts...)
 	d := &Deliverer{o: o, log: o.Logger.With("stage", "webhooks"), store: o.Store}
+	d.pool = newDispatcher(o.MaxDrives, o.MaxDrivesPerAccount, maxWaiting, d.log, d.driveKey)
+	d.enq = newEnqueuer(o.Store)
 	d.sender = &webhooks.Sender{Client: o.Policy.Client(o.MaxConnsPerHost), UserAgent: webhooks.UserAgent(o.Brand), Now: o.Now}
 	d.attempts = metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rental_webhook_attempts_total",
@@ -160,10 +187,14 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	d.prod = prod
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	d.pool.start(ctx)
+	defer d.pool.wait() // before the producer closes: drives produce
+	d.enq.run(ctx)
 	errc := make(chan error, 2)
 	go func() { errc <- d.main.Run(ctx) }()
 	go func() { errc <- d.retry.Run(ctx) }()
 	go d.pruneHistory(ctx)
+	go d.sweep(ctx)
 	d.log.Info("webhook deliverer up", "retry_steps", len(d.o.Delays))
 	err = <-errc
 	cancel()
@@ -171,6 +202,38 @@ func (d *Deliverer) Run(ctx context.Context) error {
 		err = err2
 	}
 	return err
+}
+
+// maxWaiting is how many keys of one account may wait for the account's share of the
+// dispatcher; beyond that they stay in the queue table until the sweep finds them.
+const maxWaiting = 10_000
+
+// sweep hands the dispatcher, every SweepEvery, the queue heads whose attempt was due more
+// than two periods ago and that no lease covers. At-least-once rests on it: the handlers
+// commit their offsets as soon as the work is in the queue table, so a drive that dies
+// with the process (or a key the dispatcher dropped) is found only here. A head found
+// while it is being driven here already is merged into that drive (and then skipped as
+// stale or busy).
+func (d *Deliverer) sweep(ctx context.Context) {
+	t := time.NewTicker(d.o.SweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		due, err := d.store.Overdue(ctx, 2*d.o.SweepEvery, d.o.MaxDrivesPerAccount, 4*d.o.MaxDrives)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("searching the webhook queue for overdue deliveries failed", "err", err)
+			}
+			continue
+		}
+		for _, h := range due {
+			d.pool.submit(h.AccountID, h.OKey, &step{EventID: h.EventID, Role: h.Role, N: h.Attempt + 1})
+		}
+	}
 }
 
 // pruneHistory keeps delivery history bounded: every hour, rows older than
@@ -220,17 +283,10 @@ func (d *Deliverer) handleEvent(ctx context.Context, rec *kgo.Record) error {
 	if isOrder {
 		okey = "order:" + string(rec.Key)
 	}
-	targets, queued, err := d.store.Prepare(ctx, env.AccountID, okey)
-	if err != nil {
-		return err
-	}
-	role := firstRole(targets, env.Event)
-	if role == "" {
-		return nil // no endpoint wants it
-	}
 	if isOrder {
 		tier := env.Data.Tier
 		if tier == "" {
+			var err error
 			if tier, err = d.store.OrderTier(ctx, string(rec.Key)); err != nil {
 				return err
 			}
@@ -239,42 +295,31 @@ func (d *Deliverer) handleEvent(ctx context.Context, rec *kgo.Record) error {
 			maxAttempts = min(maxAttempts, ShortTierAttempts)
 		}
 	}
-	it := webhooks.Item{AccountID: env.AccountID, OKey: okey, EventID: env.EventID, EventType: env.Event,
-		Body: rec.Value, MaxAttempts: maxAttempts, Role: role}
-	if queued {
-		if err := d.store.Enqueue(ctx, it); err != nil {
-			return err
+	// Once queued the delivery is durable, so the offset may be committed now; the
+	// attempts are the dispatcher's, off this partition's worker. When a drive is free for
+	// the key at once, the first attempt is claimed by the same statement and handed to
+	// it. No endpoint wanting the event queues nothing.
+	j := d.pool.reserve(env.AccountID, okey)
+	q, err := d.enq.enqueue(ctx, webhooks.NewDelivery{Claim: j != nil, Item: webhooks.Item{AccountID: env.AccountID,
+		OKey: okey, EventID: env.EventID, EventType: env.Event, Body: rec.Value, MaxAttempts: maxAttempts}})
+	switch {
+	case j == nil:
+		if err == nil && q.Role != "" {
+			d.pool.submit(env.AccountID, okey, nil)
 		}
-		return d.drive(ctx, env.AccountID, okey, nil)
+	case err == nil && q.Claimed && q.Err != nil:
+		d.pool.launch(j, func(context.Context) error {
+			d.release(q.Item.EventID, 1)
+			return q.Err
+		})
+	case err == nil && q.Claimed:
+		d.pool.launch(j, func(ctx context.Context) error { return d.drive(ctx, env.AccountID, okey, nil, &q) })
+	case err == nil && q.Role != "":
+		d.pool.launch(j, nil) // queued behind others of its key: drive the key
+	default:
+		d.pool.launch(j, func(context.Context) error { return nil }) // nothing for it to do
 	}
-	// Fast path: nothing of this key is waiting, so the first attempt goes out now without
-	// touching the queue; only a failure puts the delivery there.
-	if t, err := time.Parse(time.RFC3339Nano, env.CreatedAt); err == nil {
-		d.firstDelay.Observe(d.o.Now().Sub(t).Seconds())
-	}
-	sent := d.sender.Send(ctx, targets[role], message(it), 1)
-	if ctx.Err() != nil {
-		return ctx.Err() // shutting down: the record is read again
-	}
-	if sent.OK() {
-		a := d.attempt(it, targets[role], role, 1, sent, "done", nil)
-		return d.store.Record(ctx, a)
-	}
-	if err := d.store.Enqueue(ctx, it); err != nil {
-		return err
-	}
-	claimed, res, err := d.store.Claim(ctx, it.EventID, role, 1, lease)
-	if err != nil {
-		return err
-	}
-	if res != webhooks.Claimed {
-		return d.drive(ctx, env.AccountID, okey, nil)
-	}
-	next, err := d.outcome(ctx, claimed, targets, role, 1, sent)
-	if err != nil {
-		return err
-	}
-	return d.drive(ctx, env.AccountID, okey, next)
+	return err
 }
 
 // usable reports whether t may receive eventType now.
@@ -294,14 +339,15 @@ func firstRole(targets map[string]webhooks.Target, eventType string) string {
 	return ""
 }
 
-func message(it webhooks.Item) webhooks.Message {
+// message is what an attempt of it sends, and the event's created_at.
+func message(it webhooks.Item) (webhooks.Message, string) {
 	var env envelope
 	_ = json.Unmarshal(it.Body, &env)
 	v := env.EventVersion
 	if v == 0 {
 		v = 1
 	}
-	return webhooks.Message{EventID: it.EventID, EventType: it.EventType, EventVersion: v, Body: it.Body}
+	return webhooks.Message{EventID: it.EventID, EventType: it.EventType, EventVersion: v, Body: it.Body}, env.CreatedAt
 }
 
 // step names an attempt to make: attempt N of EventID on Role.
@@ -311,52 +357,71 @@ type step struct {
 	N       int    `json:"attempt"`
 }
 
-var (
-	errBusy   = errors.New("webhooks: attempt in progress elsewhere")
-	errBehind = errors.New("webhooks: wake-up ahead of its delivery's committed state")
-)
+var errBehind = errors.New("webhooks: wake-up ahead of its delivery's committed state")
 
-// drive makes the attempts that are due now for the key: the given step first (if any),
-// then, whenever a delivery finishes, the next delivery of the key. It returns when the
-// key is empty or its head waits for a wake-up.
-func (d *Deliverer) drive(ctx context.Context, accountID, okey string, s *step) error {
-	// lastStale stops the loop when the head itself turned out stale. A stale step that
-	// came from a wake-up says nothing about the head: after a failover the head is the
-	// same event on the backup at attempt 0, which nothing else would ever drive.
-	lastStale := ""
+// driveKey is the dispatcher's work for a key: the due wake-up steps in turn, or the head.
+func (d *Deliverer) driveKey(ctx context.Context, accountID, okey string, steps []step) error {
+	if len(steps) == 0 {
+		return d.drive(ctx, accountID, okey, nil, nil)
+	}
+	for i := range steps {
+		if err := d.drive(ctx, accountID, okey, &steps[i], nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drive makes the attempts that are due now for the key: the claimed first attempt or the
+// given step first (if any), then, whenever a delivery finishes, the next delivery of the
+// key. It returns when the key is empty, its head waits for a wake-up, or another worker
+// holds the attempt (whose end continues the key; if that worker dies, its lease runs out
+// and the sweep takes the head up).
+func (d *Deliverer) drive(ctx context.Context, accountID, okey string, s *step, claimed *webhooks.Queued) error {
 	for {
-		fromHead := false
-		if s == nil {
-			head, ok, err := d.store.Head(ctx, accountID, okey)
-			if err != nil || !ok || head.Attempt > 0 || head.EventID == lastStale {
-				return err // nothing, or a delivery whose wake-up is on its way
+		var it webhooks.Item
+		var targets map[string]webhooks.Target
+		if claimed != nil {
+			it, targets, claimed = claimed.Item, claimed.Targets, nil
+			s = &step{EventID: it.EventID, Role: it.Role, N: 1}
+		} else if s == nil {
+			// The head's first attempt on its role, if that is what the key needs next; a head
+			// that waits for its wake-up, or whose attempt another worker makes, is left alone.
+			var ok bool
+			var err error
+			if it, targets, ok, err = d.store.ClaimHead(ctx, accountID, okey, lease); err != nil || !ok {
+				return err
 			}
-			s, fromHead = &step{EventID: head.EventID, Role: head.Role, N: 1}, true
-		}
-		it, res, err := d.store.Claim(ctx, s.EventID, s.Role, s.N, lease)
-		if err != nil {
-			return err
-		}
-		switch res {
-		case webhooks.Stale:
-			if fromHead {
-				lastStale = s.EventID
+			s = &step{EventID: it.EventID, Role: it.Role, N: 1}
+		} else {
+			var res webhooks.ClaimResult
+			var err error
+			if it, res, err = d.store.Claim(ctx, s.EventID, s.Role, s.N, lease); err != nil {
+				return err
 			}
-			s = nil
-			continue
-		case webhooks.Busy:
-			return errBusy
-		case webhooks.Behind:
-			return errBehind
-		}
-		targets, err := d.store.Targets(ctx, d.store.Pool(), accountID)
-		if err != nil {
-			return err
+			switch res {
+			case webhooks.Stale:
+				// Says nothing about the head: after a failover the head is the same event on
+				// the backup at attempt 0, which nothing else would drive.
+				s = nil
+				continue
+			case webhooks.Busy:
+				return nil
+			case webhooks.Behind:
+				return errBehind
+			}
+			if targets, err = d.store.Targets(ctx, d.store.Pool(), accountID); err != nil {
+				return err
+			}
 		}
 		t, ok := targets[s.Role]
 		var sent webhooks.Sent
 		if usable(t, ok, it.EventType) {
-			sent = d.sender.Send(ctx, t, message(it), s.N)
+			m, created := message(it)
+			if s.N == 1 && it.Role == firstRole(targets, it.EventType) {
+				d.observeFirst(created)
+			}
+			sent = d.sender.Send(ctx, t, m, s.N)
 			if ctx.Err() != nil {
 				d.release(it.EventID, s.N)
 				return ctx.Err()
@@ -364,14 +429,21 @@ func (d *Deliverer) drive(ctx context.Context, accountID, okey string, s *step) 
 		} else {
 			sent = webhooks.Sent{Err: errors.New("no active endpoint subscribed to this event holds role " + s.Role)}
 		}
-		if s, err = d.outcome(ctx, it, targets, s.Role, s.N, sent); err != nil {
+		var idle bool
+		var err error
+		if s, idle, err = d.outcome(ctx, it, targets, s.Role, s.N, sent); err != nil || idle {
 			return err
 		}
-		lastStale = ""
-		if s == nil {
-			// Delivered, dead, or waiting for a wake-up: the head check decides.
-			continue
-		}
+		// s is nil when the delivery is done, dead, or waiting for a wake-up: the head
+		// decides what follows.
+	}
+}
+
+// observeFirst records the delay from the event's creation (created_at) to its first
+// attempt.
+func (d *Deliverer) observeFirst(createdAt string) {
+	if t, err := time.Parse(time.RFC3339Nano, createdAt); err == nil {
+		d.firstDelay.Observe(d.o.Now().Sub(t).Seconds())
 	}
 }
 
@@ -386,33 +458,37 @@ func (d *Deliverer) release(eventID string, n int) {
 }
 
 // outcome records attempt n of it on role and decides what follows. It returns the step
-// to make at once (the first attempt on the backup after a failover), or nil.
-func (d *Deliverer) outcome(ctx context.Context, it webhooks.Item, targets map[string]webhooks.Target, role string, n int, sent webhooks.Sent) (*step, error) {
+// to make at once (the first attempt on the backup after a failover), or nil; idle when
+// the delivery left the queue and nothing of its key was queued behind it (a later event
+// of the key submits the key anew).
+func (d *Deliverer) outcome(ctx context.Context, it webhooks.Item, targets map[string]webhooks.Target, role string, n int, sent webhooks.Sent) (next *step, idle bool, err error) {
 	t, ok := targets[role]
 	sendable := usable(t, ok, it.EventType)
 	switch {
 	case sent.OK():
-		return nil, d.store.Finish(ctx, d.attempt(it, t, role, n, sent, "done", nil))
+		more, err := d.store.Finish(ctx, d.attempt(it, t, role, n, sent, "done", nil))
+		return nil, !more, err
 	case sendable && n < it.MaxAttempts:
 		due := d.o.Now().Add(d.o.Delays[n-1])
 		// The wake-up first: the state that expects it is committed only once it exists.
 		w := wakeup{step: step{EventID: it.EventID, Role: role, N: n + 1}, AccountID: it.AccountID, OKey: it.OKey, DueMS: due.UnixMilli()}
 		if err := d.produce(ctx, topics.WebhookRetry[n-1], it.OKey, w.value(), w.headers()); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return nil, d.store.Retry(ctx, d.attempt(it, t, role, n, sent, "retry", &due), due)
+		return nil, false, d.store.Retry(ctx, d.attempt(it, t, role, n, sent, "retry", &due), due)
 	case role == webhooks.RolePrimary && usable(targets[webhooks.RoleBackup], hasRole(targets, webhooks.RoleBackup), it.EventType):
 		if err := d.store.Failover(ctx, d.attempt(it, t, role, n, sent, "failover", nil), webhooks.RoleBackup); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return &step{EventID: it.EventID, Role: webhooks.RoleBackup, N: 1}, nil
+		return &step{EventID: it.EventID, Role: webhooks.RoleBackup, N: 1}, false, nil
 	default:
 		if err := d.deadLetter(ctx, it.OKey, it.Body, map[string]string{
 			"event_id": it.EventID, "account_id": it.AccountID, "role": role, "attempts": strconv.Itoa(n), "reason": "exhausted",
 		}); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return nil, d.store.Finish(ctx, d.attempt(it, t, role, n, sent, "dead", nil))
+		more, err := d.store.Finish(ctx, d.attempt(it, t, role, n, sent, "dead", nil))
+		return nil, !more, err
 	}
 }
 
@@ -525,12 +601,17 @@ func wakeupDue(r *kgo.Record) time.Time {
 	return time.Time{}
 }
 
-// handleWakeup is the handler of the retry topics: the attempt is due.
-func (d *Deliverer) handleWakeup(ctx context.Context, r *kgo.Record) error {
+// handleWakeup is the handler of the retry topics: the attempt is due. It hands the step
+// to the dispatcher and returns, so the partition moves on. The delivery's state (attempt
+// n-1 made, due_at) was committed before this record could be due, or its writer holds a
+// lease and the step is tried again; if this process dies before the step is made, the
+// sweep finds the overdue head.
+func (d *Deliverer) handleWakeup(_ context.Context, r *kgo.Record) error {
 	var w wakeup
 	if err := json.Unmarshal(r.Value, &w); err != nil || w.EventID == "" || w.AccountID == "" {
 		d.log.Error("unreadable retry record skipped", "topic", r.Topic, "offset", r.Offset, "err", err)
 		return nil
 	}
-	return d.drive(ctx, w.AccountID, w.OKey, &w.step)
+	d.pool.submit(w.AccountID, w.OKey, &w.step)
+	return nil
 }

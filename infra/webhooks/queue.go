@@ -45,6 +45,137 @@ func (s *Store) Enqueue(ctx context.Context, it Item) error {
 	return err
 }
 
+// Queued is what EnqueueNew did.
+type Queued struct {
+	// Role is the role the delivery starts on; "" when no endpoint wants the event
+	// (nothing was queued).
+	Role string
+	// Claimed: the delivery was queued as the head of its key with the lease of its first
+	// attempt taken (claim was asked for); Item and Targets are then what the attempt needs.
+	Claimed bool
+	Item    Item
+	Targets map[string]Target
+	// Err is a failure to open an endpoint's secret; the delivery is queued (and claimed)
+	// all the same.
+	Err error
+}
+
+// NewDelivery is a new event to queue: it.Role is ignored (EnqueueNew picks it), Claim asks
+// for its first attempt to be claimed when it is the only delivery of its key.
+type NewDelivery struct {
+	Item  Item
+	Claim bool
+}
+
+const enqueueNew = `WITH r AS (
+		SELECT role FROM webhook_endpoints
+		WHERE account_id = $1 AND is_active AND (events IS NULL OR $4 = ANY (events))
+		ORDER BY role = 'backup' LIMIT 1
+	), c AS (
+		SELECT $7::boolean AND NOT EXISTS (SELECT 1 FROM webhook_queue WHERE account_id = $1 AND okey = $2) AS claim
+	), q AS (
+		INSERT INTO webhook_queue (account_id, okey, event_id, event_type, body, max_attempts, role, claim_attempt, claim_until)
+		SELECT $1, $2, $3, $4, $5, $6, r.role, CASE WHEN c.claim THEN 1 ELSE 0 END,
+		       CASE WHEN c.claim THEN now() + $8::interval END
+		FROM r, c
+		WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries WHERE event_id = $3 AND next IN ('done', 'dead'))
+		ON CONFLICT (event_id) DO NOTHING
+		RETURNING seq, due_at, claim_attempt = 1 AS claimed
+	)
+	SELECT r.role, q.seq, q.due_at, COALESCE(q.claimed, false),
+	       e.id, e.url, e.events, e.role, e.is_active, e.created_at, e.updated_at, e.secret_enc
+	FROM r LEFT JOIN q ON true
+	LEFT JOIN webhook_endpoints e ON e.account_id = $1 AND COALESCE(q.claimed, false)`
+
+// EnqueueNew queues new events, each on the role it starts on: the primary when it is
+// active and subscribes to the event's type, else the backup under the same conditions;
+// an event no endpoint wants queues nothing (its Role is ""). Like Enqueue, a second call
+// for the same event changes nothing. With Claim, a delivery that is the only one of its
+// key is queued with the lease of its first attempt taken, and the account's endpoints
+// with their secrets are returned for it, as ClaimHead would. All of them in one round
+// trip and one transaction (one WAL flush), in the order given; one statement each.
+func (s *Store) EnqueueNew(ctx context.Context, ds []NewDelivery, lease time.Duration) ([]Queued, error) {
+	b := &pgx.Batch{}
+	if len(ds) > 1 {
+		b.Queue(`BEGIN`)
+	}
+	for _, d := range ds {
+		it := d.Item
+		b.Queue(enqueueNew, it.AccountID, it.OKey, it.EventID, it.EventType, it.Body, it.MaxAttempts, d.Claim, lease)
+	}
+	if len(ds) > 1 {
+		b.Queue(`COMMIT`)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if len(ds) > 1 {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	// Secrets are opened only once the transaction is committed: a failure to open one
+	// concerns its own delivery, not the others.
+	type sealedTarget struct {
+		e      Endpoint
+		sealed []byte
+	}
+	out := make([]Queued, len(ds))
+	sealed := make([][]sealedTarget, len(ds))
+	for i, d := range ds {
+		rows, err := br.Query()
+		if err != nil {
+			return nil, err
+		}
+		q := Queued{Item: d.Item}
+		for rows.Next() {
+			var seq *int64
+			var due *time.Time
+			var id, url, role *string
+			var evs []string
+			var active *bool
+			var created, updated *time.Time
+			var sec []byte
+			if err := rows.Scan(&q.Role, &seq, &due, &q.Claimed, &id, &url, &evs, &role, &active, &created, &updated, &sec); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if seq != nil {
+				q.Item.Seq, q.Item.DueAt = *seq, *due
+			}
+			if id != nil {
+				sealed[i] = append(sealed[i], sealedTarget{Endpoint{ID: *id, AccountID: d.Item.AccountID, URL: *url, Events: evs,
+					Role: *role, IsActive: *active, CreatedAt: *created, UpdatedAt: *updated}, sec})
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		q.Item.Role, q.Item.Attempt = q.Role, 0
+		out[i] = q
+	}
+	if len(ds) > 1 {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Targets = map[string]Target{}
+		for _, st := range sealed[i] {
+			t, err := s.open(st.e, st.sealed)
+			if err != nil {
+				out[i].Err = err
+				break
+			}
+			out[i].Targets[t.Role] = t
+		}
+	}
+	return out, nil
+}
+
 // Head is the delivery of the key that goes next; ok is false when the key has none.
 func (s *Store) Head(ctx context.Context, accountID, okey string) (Item, bool, error) {
 	it, err := scanItem(s.pool.QueryRow(ctx, `SELECT `+itemCols+` FROM webhook_queue
@@ -53,6 +184,114 @@ func (s *Store) Head(ctx context.Context, accountID, okey string) (Item, bool, e
 		return Item{}, false, nil
 	}
 	return it, err == nil, err
+}
+
+// ClaimHead takes the lease for the first attempt of the key's head when that is what the
+// key needs next: the head has had no attempt on its role yet and no lease covers that
+// attempt. ok is false otherwise (the key is empty, its head waits for a wake-up, or
+// another worker is making the attempt). The account's endpoints with their secrets, by
+// role, are read in the same statement: the attempt is signed with what they are at claim
+// time, a moment before the send.
+//
+// One round trip, committed without waiting for the WAL flush: the lease only keeps
+// duplicate drives off an attempt while it runs, and a database crash that loses it at
+// worst repeats an attempt (any later synchronous commit flushes it too).
+func (s *Store) ClaimHead(ctx context.Context, accountID, okey string, lease time.Duration) (Item, map[string]Target, bool, error) {
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SET LOCAL synchronous_commit TO OFF`)
+	b.Queue(`WITH c AS (
+			UPDATE webhook_queue q SET claim_attempt = 1, claim_until = now() + $3::interval
+			WHERE q.seq = (SELECT min(h.seq) FROM webhook_queue h WHERE h.account_id = $1 AND h.okey = $2)
+			  AND q.attempt = 0
+			  AND (q.claim_until IS NULL OR q.claim_until < now() OR q.claim_attempt <> 1)
+			RETURNING `+itemCols+`)
+		SELECT c.seq, c.account_id, c.okey, c.event_id, c.event_type, c.body, c.max_attempts, c.role, c.attempt, c.due_at,
+		       e.id, e.url, e.events, e.role, e.is_active, e.created_at, e.updated_at, e.secret_enc
+		FROM c LEFT JOIN webhook_endpoints e ON e.account_id = c.account_id`, accountID, okey, lease)
+	b.Queue(`COMMIT`)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	var it Item
+	var claimed bool
+	targets := map[string]Target{}
+	err := func() error {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, url, role *string
+			var evs []string
+			var active *bool
+			var created, updated *time.Time
+			var sealed []byte
+			if err := rows.Scan(&it.Seq, &it.AccountID, &it.OKey, &it.EventID, &it.EventType, &it.Body, &it.MaxAttempts,
+				&it.Role, &it.Attempt, &it.DueAt, &id, &url, &evs, &role, &active, &created, &updated, &sealed); err != nil {
+				return err
+			}
+			claimed = true
+			if id == nil {
+				continue // the account has no endpoint any more
+			}
+			t, err := s.open(Endpoint{ID: *id, AccountID: it.AccountID, URL: *url, Events: evs, Role: *role,
+				IsActive: *active, CreatedAt: *created, UpdatedAt: *updated}, sealed)
+			if err != nil {
+				return err
+			}
+			targets[t.Role] = t
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		_, err = br.Exec()
+		return err
+	}()
+	if err != nil {
+		return Item{}, nil, false, err
+	}
+	return it, targets, claimed, br.Close()
+}
+
+// Due is a head of an ordering key whose next attempt is overdue: attempt Attempt+1 on
+// Role of EventID.
+type Due struct {
+	AccountID string
+	OKey      string
+	EventID   string
+	Role      string
+	Attempt   int
+}
+
+// Overdue lists the heads of ordering keys whose next attempt was due more than grace ago
+// and that nobody holds a lease on: deliveries whose driver died (or dropped them) after
+// they were queued. At most perAccount heads of one account and limit in all, the longest
+// overdue first.
+func (s *Store) Overdue(ctx context.Context, grace time.Duration, perAccount, limit int) ([]Due, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT account_id, okey, event_id, role, attempt FROM (
+			SELECT q.account_id, q.okey, q.event_id, q.role, q.attempt, q.due_at,
+			       row_number() OVER (PARTITION BY q.account_id ORDER BY q.due_at, q.seq) AS n
+			FROM webhook_queue q
+			WHERE q.due_at < now() - $1::interval
+			  AND (q.claim_until IS NULL OR q.claim_until < now())
+			  AND NOT EXISTS (SELECT 1 FROM webhook_queue h
+			                  WHERE h.account_id = q.account_id AND h.okey = q.okey AND h.seq < q.seq)
+		) d WHERE n <= $2 ORDER BY due_at LIMIT $3`, grace, perAccount, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Due, error) {
+		var d Due
+		err := r.Scan(&d.AccountID, &d.OKey, &d.EventID, &d.Role, &d.Attempt)
+		return d, err
+	})
 }
 
 // ClaimResult says whether an attempt may be made.
@@ -175,62 +414,58 @@ func (s *Store) Failover(ctx context.Context, a Attempt, to string) error {
 }
 
 // Finish records the last attempt (delivered or dead) and removes the delivery from the
-// queue, which makes the next delivery of its key the head.
-func (s *Store) Finish(ctx context.Context, a Attempt) error {
-	return s.InTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM webhook_queue WHERE event_id = $1`, a.EventID); err != nil {
-			return err
-		}
-		return recordAttempt(ctx, tx, a)
-	})
-}
-
-// Record adds an attempt to the history of a delivery that never entered the queue (its
-// first attempt succeeded).
+// queue, which makes the next delivery of its key the head. more reports whether the key
+// had deliveries behind this one (true when unsure). One round trip (the statements are
+// pipelined).
 //
-// The row is committed without waiting for the WAL flush (synchronous_commit off, for this
-// transaction only): it is history, not state, and a database crash can lose at most the
-// last moments of it, while waiting for the flush would make every delivery wait for a
-// disk write. Queue state changes are never written this way.
-func (s *Store) Record(ctx context.Context, a Attempt) error {
-	if a.EndpointID == "" {
-		return nil
-	}
-	// One round trip: the four statements are pipelined.
+// A delivered one is committed without waiting for the WAL flush (synchronous_commit off,
+// for this transaction only), as the history of a first attempt that succeeded always
+// was: a database crash that loses the commit brings the delivery back and it is sent
+// again (at least once; the first sighting of each event id stays in order, since any
+// later synchronous commit flushes this one too). A dead one is committed synchronously:
+// its dead letter is written already.
+func (s *Store) Finish(ctx context.Context, a Attempt) (more bool, err error) {
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
-	b.Queue(`SET LOCAL synchronous_commit TO OFF`)
-	queueAttempt(b, a)
+	if a.Succeeded {
+		b.Queue(`SET LOCAL synchronous_commit TO OFF`)
+	}
+	b.Queue(`DELETE FROM webhook_queue q WHERE q.event_id = $1
+		RETURNING EXISTS (SELECT 1 FROM webhook_queue h WHERE h.account_id = q.account_id AND h.okey = q.okey AND h.seq > q.seq)`, a.EventID)
+	if a.EndpointID != "" {
+		queueAttempt(b, a)
+	}
 	b.Queue(`COMMIT`)
-	return s.pool.SendBatch(ctx, b).Close()
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	exec := func(n int) error {
+		for range n {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := exec(1 + boolInt(a.Succeeded)); err != nil { // BEGIN, SET
+		return true, err
+	}
+	if err := br.QueryRow().Scan(&more); err != nil {
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return true, err
+		}
+		more = true // gone already (its endpoint was deleted): the head tells
+	}
+	if err := exec(boolInt(a.EndpointID != "") + 1); err != nil { // INSERT, COMMIT
+		return true, err
+	}
+	return more, br.Close()
 }
 
-// Prepare reads, in one round trip, what a new event needs: the account's endpoints with
-// their secrets, by role, and whether its key has deliveries waiting (a new event of the
-// key must then wait behind them).
-func (s *Store) Prepare(ctx context.Context, accountID, okey string) (map[string]Target, bool, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT `+endpointCols+`, secret_enc, EXISTS (SELECT 1 FROM webhook_queue WHERE account_id = $1 AND okey = $2)
-		FROM webhook_endpoints WHERE account_id = $1`, accountID, okey)
-	if err != nil {
-		return nil, false, err
+func boolInt(b bool) int {
+	if b {
+		return 1
 	}
-	defer rows.Close()
-	out := map[string]Target{}
-	var queued bool
-	for rows.Next() {
-		var sealed []byte
-		e, err := scanEndpoint(rows, &sealed, &queued)
-		if err != nil {
-			return nil, false, err
-		}
-		t, err := s.open(e, sealed)
-		if err != nil {
-			return nil, false, err
-		}
-		out[e.Role] = t
-	}
-	return out, queued, rows.Err()
+	return 0
 }
 
 // Release gives up the lease of attempt n without recording anything (the attempt was
