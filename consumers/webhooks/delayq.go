@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -92,34 +91,14 @@ func (c *delayConsumer) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	var runErr error
-	for {
-		fetches := cl.PollRecords(ctx, 10_000)
-		if ctx.Err() != nil {
-			break
+	runErr := kafka.Poll(ctx, cl, c.log, func(topic string, partition int32, records []*kgo.Record) {
+		c.mu.Lock()
+		w := c.workers[tpart{topic, partition}]
+		c.mu.Unlock()
+		if w != nil {
+			w.push(records)
 		}
-		if fetches.IsClientClosed() {
-			runErr = errors.New("webhooks: retry consumer: client closed")
-			break
-		}
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) {
-				c.log.Warn("fetch error", "topic", t, "partition", p, "err", err)
-			}
-		})
-		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-			if len(p.Records) == 0 {
-				return
-			}
-			c.mu.Lock()
-			w := c.workers[tpart{p.Topic, p.Partition}]
-			c.mu.Unlock()
-			if w != nil {
-				w.push(p.Records)
-			}
-		})
-		cl.AllowRebalance()
-	}
+	})
 	<-commitDone
 	ws := c.all()
 	stopWorkers(ws)

@@ -175,34 +175,14 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 	}()
 
-	var runErr error
-	for {
-		fetches := r.cl.PollRecords(ctx, 10_000)
-		if ctx.Err() != nil {
-			break
+	runErr := Poll(ctx, r.cl, r.log, func(topic string, partition int32, records []*kgo.Record) {
+		r.mu.Lock()
+		w := r.workers[tp{topic, partition}]
+		r.mu.Unlock()
+		if w != nil {
+			w.push(records)
 		}
-		if fetches.IsClientClosed() {
-			runErr = errors.New("kafka runner: client closed")
-			break
-		}
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) {
-				r.log.Warn("fetch error", "topic", t, "partition", p, "err", err)
-			}
-		})
-		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-			if len(p.Records) == 0 {
-				return
-			}
-			r.mu.Lock()
-			w := r.workers[tp{p.Topic, p.Partition}]
-			r.mu.Unlock()
-			if w != nil {
-				w.push(p.Records)
-			}
-		})
-		r.cl.AllowRebalance()
-	}
+	})
 	<-commitDone
 
 	// Shutdown: stop every worker, then commit with a fresh context (ctx is done).
