@@ -80,6 +80,9 @@ type Webhook struct {
 	// RetryDelays (WEBHOOK_RETRY_DELAYS, comma-separated durations) are the waits before
 	// attempts 2, 3, ...; nil means the spec's schedule (15s,30s,3m,10m,20m,30m,1h,3h,6h).
 	RetryDelays []time.Duration
+	// MaxDrives (WEBHOOK_MAX_DRIVES) bounds the deliveries one replica makes at once, and
+	// MaxDrivesPerAccount (WEBHOOK_MAX_DRIVES_PER_ACCOUNT) one account's share of them.
+	MaxDrives, MaxDrivesPerAccount int
 }
 
 // Orders configures order creation at the edge (docs/orders.md, "API").
@@ -293,6 +296,8 @@ func Load() (Config, error) {
 		}
 	}
 	c.Webhook.AllowLoopback = str("WEBHOOK_ALLOW_LOOPBACK", "false") == "true"
+	c.Webhook.MaxDrives = integer("WEBHOOK_MAX_DRIVES", 256)
+	c.Webhook.MaxDrivesPerAccount = integer("WEBHOOK_MAX_DRIVES_PER_ACCOUNT", 32)
 	for _, v := range splitList(str("WEBHOOK_RETRY_DELAYS", "")) {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {

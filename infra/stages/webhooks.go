@@ -51,5 +51,8 @@ func WebhookDeliverer(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, r
 		Delays:     cfg.Webhook.RetryDelays,
 		Logger:     log,
 		Registerer: reg,
+
+		MaxDrives:           cfg.Webhook.MaxDrives,
+		MaxDrivesPerAccount: cfg.Webhook.MaxDrivesPerAccount,
 	})
 }
