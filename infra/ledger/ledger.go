@@ -164,41 +164,47 @@ func (l *Ledger) PlaceHold(ctx context.Context, tx pgx.Tx, accountID, holdRef st
 	if err := dom.ValidateRef(holdRef); err != nil {
 		return err
 	}
-	return inSavepoint(ctx, tx, func(tx pgx.Tx) error {
-		now := l.o.Now().UTC()
-		tag, err := tx.Exec(ctx, `INSERT INTO ledger_holds (ref, account_id, amount_sun, status, placed_at, expires_at)
-			VALUES ($1, $2, $3, 'placed', $4, $5) ON CONFLICT (ref) DO NOTHING`,
-			holdRef, accountID, amountSun, now, now.Add(l.o.HoldTTL))
-		if err != nil {
+	// Reserve first, write the hold second: a refusal writes nothing, so the caller's
+	// transaction stays usable without a savepoint (this is on the order creation path,
+	// where every round trip counts). The reservation is skipped when the hold exists
+	// already (a repeat); a concurrent first placement of the same ref loses on the
+	// hold's primary key and gets 4004.
+	now := l.o.Now().UTC()
+	r, err := scanRow(tx.QueryRow(ctx, `UPDATE ledger_accounts SET reserved_sun = reserved_sun + $2, updated_at = now()
+		WHERE account_id = $1 AND balance_sun - reserved_sun >= $2
+		  AND NOT EXISTS (SELECT 1 FROM ledger_holds WHERE ref = $3)
+		RETURNING `+rowCols, accountID, amountSun, holdRef))
+	if errors.Is(err, pgx.ErrNoRows) {
+		var acc string
+		var amt int64
+		err := tx.QueryRow(ctx, `SELECT account_id, amount_sun FROM ledger_holds WHERE ref = $1`, holdRef).Scan(&acc, &amt)
+		switch {
+		case err == nil && (acc != accountID || amt != amountSun):
+			return fmt.Errorf("%w: hold %s", ErrRefReused, holdRef)
+		case err == nil:
+			return nil // placed before: a repeat changes nothing
+		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
-		if tag.RowsAffected() == 0 {
-			var acc string
-			var amt int64
-			if err := tx.QueryRow(ctx, `SELECT account_id, amount_sun FROM ledger_holds WHERE ref = $1`, holdRef).Scan(&acc, &amt); err != nil {
-				return err
-			}
-			if acc != accountID || amt != amountSun {
-				return fmt.Errorf("%w: hold %s", ErrRefReused, holdRef)
-			}
-			return nil
-		}
-		r, err := scanRow(tx.QueryRow(ctx, `UPDATE ledger_accounts SET reserved_sun = reserved_sun + $2, updated_at = now()
-			WHERE account_id = $1 AND balance_sun - reserved_sun >= $2
-			RETURNING `+rowCols, accountID, amountSun))
-		if errors.Is(err, pgx.ErrNoRows) {
-			var bal, res int64
-			err := tx.QueryRow(ctx, `SELECT balance_sun, reserved_sun FROM ledger_accounts WHERE account_id = $1`, accountID).Scan(&bal, &res)
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-			return dom.FundsError(bal, res, amountSun)
-		}
-		if err != nil {
+		var bal, res int64
+		err = tx.QueryRow(ctx, `SELECT balance_sun, reserved_sun FROM ledger_accounts WHERE account_id = $1`, accountID).Scan(&bal, &res)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		return l.checkLow(ctx, tx, accountID, r)
-	})
+		return dom.FundsError(bal, res, amountSun)
+	}
+	if err != nil {
+		return conflict(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO ledger_holds (ref, account_id, amount_sun, status, placed_at, expires_at)
+		VALUES ($1, $2, $3, 'placed', $4, $5)`, holdRef, accountID, amountSun, now, now.Add(l.o.HoldTTL)); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" {
+			return apierr.LedgerConflict.Wrap(err, "the same hold was being placed concurrently; nothing was charged")
+		}
+		return conflict(err)
+	}
+	return l.checkLow(ctx, tx, accountID, r)
 }
 
 // CaptureHold posts a placed hold for amountSun (0 to the held amount): that much moves
