@@ -3,9 +3,10 @@
 // balance.low through the transactional outbox, and the invariants check. The domain rules
 // (posting kinds and legs, amount checks, funds errors) live in rental/processors/ledger.
 //
-// Transaction contract. Every method that changes money takes the caller's pgx.Tx and does
-// its work inside a savepoint of it: a refused operation (4001, 4002, an unknown hold) leaves
-// the caller's transaction exactly as it was, so the caller may still commit other work.
+// Transaction contract. Every method that changes money takes the caller's pgx.Tx, and a
+// refused operation (4001, 4002, an unknown hold) leaves the caller's transaction exactly
+// as it was, so the caller may still commit other work: PlaceHold by writing nothing
+// before its checks pass, the others inside a savepoint.
 // Events are written to the outbox in the same transaction, so they exist exactly when the
 // change commits. The order pipeline calls PlaceHold, CaptureHold, ReleaseHold, Refund and
 // AddOrderTotals inside its own order transaction.
