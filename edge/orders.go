@@ -283,7 +283,7 @@ func (m *Orders) createOrder(ctx context.Context, rc *fasthttp.RequestCtx) error
 		replayed bool
 	)
 	err = m.inTx(ctx, func(tx pgx.Tx) error {
-		c, err := m.o.Idempotency.ClaimTx(ctx, tx, key, req.hash())
+		c, err := m.o.Idempotency.ClaimBegunTx(ctx, tx, key, req.hash())
 		if err != nil {
 			return err
 		}
@@ -322,7 +322,8 @@ func (m *Orders) createOrder(ctx context.Context, rc *fasthttp.RequestCtx) error
 // lock waits beyond LockWait between concurrent creations become 4004 ledger_conflict: the
 // transaction rolled back, nothing was charged, and a retry at once may pass.
 func (m *Orders) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	err := pgx.BeginFunc(ctx, m.o.Ledger.Pool(), fn)
+	// The BEGIN also bounds the idempotency claim's lock wait (one round trip for both).
+	err := pgx.BeginTxFunc(ctx, m.o.Ledger.Pool(), pgx.TxOptions{BeginQuery: m.o.Idempotency.BeginQuery()}, fn)
 	var pe *pgconn.PgError
 	if err != nil && errors.As(err, &pe) && !isCatalogue(err) {
 		switch pe.Code {

@@ -109,6 +109,31 @@ func (s *Store) ClaimTx(ctx context.Context, tx pgx.Tx, k Key, hash []byte) (Cla
 	if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, s.wait.Milliseconds())); err != nil {
 		return Claim{}, err
 	}
+	c, err := s.claim(ctx, tx, k, hash)
+	if err != nil {
+		return c, err
+	}
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = DEFAULT`); err != nil {
+		return Claim{}, err
+	}
+	return c, nil
+}
+
+// BeginQuery is a BEGIN that also bounds the transaction's lock waits by Wait, in the same
+// round trip (pgx.TxOptions.BeginQuery). A transaction begun with it claims with
+// ClaimBegunTx, which spares ClaimTx's two SET statements; the bound then stays until the
+// caller sets its own (order creation sets its lock wait right after the claim).
+func (s *Store) BeginQuery() string {
+	return fmt.Sprintf("BEGIN; SET LOCAL lock_timeout = %d", s.wait.Milliseconds())
+}
+
+// ClaimBegunTx is ClaimTx inside a transaction begun with BeginQuery.
+func (s *Store) ClaimBegunTx(ctx context.Context, tx pgx.Tx, k Key, hash []byte) (Claim, error) {
+	return s.claim(ctx, tx, k, hash)
+}
+
+// claim is ClaimTx under a lock_timeout the caller has set.
+func (s *Store) claim(ctx context.Context, tx pgx.Tx, k Key, hash []byte) (Claim, error) {
 	// One statement claims the key: a new record, or an expired one replaced by the new
 	// operation (the conflict update applies only past the retention). A live record
 	// changes nothing and is read below.
@@ -119,9 +144,6 @@ func (s *Store) ClaimTx(ctx context.Context, tx pgx.Tx, k Key, hash []byte) (Cla
 		WHERE idempotency_keys.created_at < now() - make_interval(secs => $5)`,
 		k.AccountID, k.Namespace, k.Key, hash, s.retention.Seconds())
 	if err == nil && tag.RowsAffected() == 1 {
-		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = DEFAULT`); err != nil {
-			return Claim{}, err
-		}
 		return Claim{Fresh: true}, nil
 	}
 	if err != nil {
@@ -141,9 +163,6 @@ func (s *Store) ClaimTx(ctx context.Context, tx pgx.Tx, k Key, hash []byte) (Cla
 		FROM idempotency_keys WHERE account_id = $1 AND namespace = $2 AND key = $3`,
 		k.AccountID, k.Namespace, k.Key).Scan(&storedHash, &state, &status, &body, &objectID)
 	if err != nil {
-		return Claim{}, err
-	}
-	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = DEFAULT`); err != nil {
 		return Claim{}, err
 	}
 	oid := ""
