@@ -413,17 +413,18 @@ func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req or
 	if err := m.o.Ledger.PlaceHold(ctx, tx, accountID, n.ID, total); err != nil {
 		return orders.Record{}, err
 	}
-	inFlight, err := orderstore.InFlight(ctx, tx, accountID)
+	// The in-flight limit, the order row and its intent in one statement.
+	row, admitted, err := orderstore.InsertLimited(ctx, tx, n, m.o.MaxInFlight)
 	if err != nil {
 		return orders.Record{}, err
 	}
-	if inFlight >= m.o.MaxInFlight {
+	if !admitted {
+		inFlight, err := orderstore.InFlight(ctx, tx, accountID)
+		if err != nil {
+			return orders.Record{}, err
+		}
 		return orders.Record{}, apierr.ConcurrencyLimited.Newf("%d orders of this account are still being delivered; the limit is %d", inFlight, m.o.MaxInFlight).
 			With("limit", m.o.MaxInFlight).With("in_flight", inFlight).WithRetryAfter(1)
-	}
-	row, err := orderstore.Insert(ctx, tx, n)
-	if err != nil {
-		return orders.Record{}, err
 	}
 	// orders_created counts the order now; energy_delegated is counted by the processor
 	// when the delegation is confirmed, with the amount actually delivered.

@@ -130,32 +130,53 @@ type NewOrder struct {
 // Total is what the order charges: the resource plus the activation fee.
 func (n NewOrder) Total() int64 { return n.EnergyAmountSun + n.ActivationAmountSun }
 
-// Insert writes a new order in status created, charged its total (the caller places the
-// ledger hold in the same tx), and queues its processing intent. It returns the stored row.
-// The order is also due 15 s later: should its intent be slow, the processors' timer
-// picks the order up anyway (each step reschedules it).
+// Insert is InsertLimited without a limit.
 func Insert(ctx context.Context, tx pgx.Tx, n NewOrder) (Row, error) {
+	row, _, err := InsertLimited(ctx, tx, n, 0)
+	return row, err
+}
+
+// InsertLimited writes a new order in status created, charged its total (the caller places
+// the ledger hold in the same tx), and queues its processing intent, all in one statement,
+// unless the account already has maxInFlight orders waiting for delivery (maxInFlight <= 0:
+// no limit); admitted is false then and nothing was written. Called after the hold, whose
+// update of the account's ledger row serialises creations of one account, the count is
+// exact. The order is also due 15 s later: should its intent be slow, the processors'
+// timer picks the order up anyway (each step reschedules it).
+func InsertLimited(ctx context.Context, tx pgx.Tx, n NewOrder, maxInFlight int) (Row, bool, error) {
 	if n.ID == "" || n.AccountID == "" || n.ClientOrderID == "" {
-		return Row{}, errors.New("orderstore: order without id, account or client_order_id")
+		return Row{}, false, errors.New("orderstore: order without id, account or client_order_id")
 	}
 	created := n.CreatedAt.UTC().Truncate(time.Millisecond)
-	row, err := scan(tx.QueryRow(ctx, `INSERT INTO orders (id, account_id, network, client_order_id, batch_id, subscription_id,
-			status, resource, amount, tier, duration_seconds, receiver, activate, unit_price_centi, energy_amount_sun,
-			activation_amount_sun, total_amount_sun, charged_amount_sun, quote_id, max_price_sun, created_at, updated_at,
-			next_due_at)
-		VALUES ($1, $2, $3, $4, $5, $6, 'created', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19, $19,
-			$19::timestamptz + interval '15 seconds')
-		RETURNING `+columns,
+	intent, _ := json.Marshal(Intent{OrderID: n.ID, Kind: IntentProcess})
+	// The outbox row is the one outbox.InsertRecord would write, in the same statement.
+	row, err := scan(tx.QueryRow(ctx, `WITH live AS (
+			SELECT count(*) AS n FROM orders WHERE account_id = $2 AND status IN ('created', 'paid', 'allocating', 'delegated')
+		), o AS (
+			INSERT INTO orders (id, account_id, network, client_order_id, batch_id, subscription_id,
+				status, resource, amount, tier, duration_seconds, receiver, activate, unit_price_centi, energy_amount_sun,
+				activation_amount_sun, total_amount_sun, charged_amount_sun, quote_id, max_price_sun, created_at, updated_at,
+				next_due_at)
+			SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, 'created', $7::text, $8::bigint, $9::text,
+				$10::integer, $11::text, $12::boolean, $13::bigint, $14::bigint, $15::bigint, $16::bigint, $16::bigint,
+				$17::text, $18::bigint, $19::timestamptz, $19::timestamptz, $19::timestamptz + interval '15 seconds'
+			FROM live WHERE $20::integer <= 0 OR live.n < $20::integer
+			RETURNING `+columns+`
+		), intent AS (
+			INSERT INTO outbox (topic, key, value, headers) SELECT $21::text, o.id, $22::bytea, $23::jsonb FROM o
+		)
+		SELECT `+columns+` FROM o`,
 		n.ID, n.AccountID, string(n.Network), n.ClientOrderID, n.BatchID, n.SubscriptionID, string(n.Resource), n.Amount,
 		n.Tier, n.DurationSeconds, n.Receiver, n.Activate, n.UnitPriceCenti, n.EnergyAmountSun, n.ActivationAmountSun,
-		n.Total(), n.QuoteID, n.MaxPriceSun, created))
+		n.Total(), n.QuoteID, n.MaxPriceSun, created, maxInFlight,
+		topics.OrderIntents.Name, intent, map[string]string{"kind": string(IntentProcess)}))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Row{}, false, nil
+	}
 	if err != nil {
-		return Row{}, fmt.Errorf("orderstore: insert order: %w", err)
+		return Row{}, false, fmt.Errorf("orderstore: insert order: %w", err)
 	}
-	if err := Enqueue(ctx, tx, n.ID, IntentProcess); err != nil {
-		return Row{}, err
-	}
-	return row, nil
+	return row, true, nil
 }
 
 // Get reads one order of accountID; another account's order is ErrNotFound.
