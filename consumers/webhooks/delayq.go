@@ -2,14 +2,11 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"rental/infra/kafka"
 )
@@ -181,20 +178,7 @@ func (c *delayConsumer) commit(ctx context.Context, ws []*dworker) {
 	if len(ps) == 0 {
 		return
 	}
-	var failed error
-	c.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err != nil {
-			failed = err
-			return
-		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
-					failed = fmt.Errorf("%s[%d]: %w", t.Topic, p.Partition, e)
-				}
-			}
-		}
-	})
+	failed := kafka.CommitSync(ctx, c.cl, offsets)
 	if failed != nil {
 		c.log.Warn("offset commit failed; retried with the next commit", "err", failed)
 		return

@@ -3,9 +3,12 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Poll is the poll loop of a consumer that gives every assigned partition its own worker
@@ -35,4 +38,25 @@ func Poll(ctx context.Context, cl *kgo.Client, log *slog.Logger, deliver func(to
 		})
 		cl.AllowRebalance()
 	}
+}
+
+// CommitSync commits offsets synchronously and returns the first failure: the request's, or
+// a partition's error code in the response. Callers keep offsets pending on failure, so the
+// next commit carries them.
+func CommitSync(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) error {
+	var failed error
+	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			failed = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
+					failed = fmt.Errorf("%s[%d]: %w", t.Topic, p.Partition, e)
+				}
+			}
+		}
+	})
+	return failed
 }

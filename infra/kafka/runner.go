@@ -3,14 +3,12 @@ package kafka
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"rental/infra/metrics"
 )
@@ -314,20 +312,7 @@ func (r *Runner) commit(ctx context.Context, ps []pending) {
 		}
 		offsets[p.w.k.topic][p.w.k.partition] = p.at
 	}
-	var failed error
-	r.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err != nil {
-			failed = err
-			return
-		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if e := kerrOf(p.ErrorCode); e != nil {
-					failed = fmt.Errorf("%s[%d]: %w", t.Topic, p.Partition, e)
-				}
-			}
-		}
-	})
+	failed := CommitSync(ctx, r.cl, offsets)
 	if failed != nil {
 		// Not fatal: the offsets stay pending and the next commit carries them; a
 		// successor that starts before then reprocesses a few records (at least once).

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -130,5 +129,3 @@ func (w *worker) handle(ctx context.Context, rec *kgo.Record, failures interface
 		delay = min(delay*2, w.r.o.RetryMax)
 	}
 }
-
-func kerrOf(code int16) error { return kerr.ErrorForCode(code) }

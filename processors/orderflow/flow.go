@@ -262,8 +262,7 @@ func (f *Flow) setStatus(ctx context.Context, tx pgx.Tx, o orderstore.Row, to or
 
 // wait schedules the order's next look at due and ends the step.
 func (f *Flow) wait(ctx context.Context, tx pgx.Tx, o orderstore.Row, due time.Time) (bool, action, error) {
-	_, err := tx.Exec(ctx, `UPDATE orders SET next_due_at = $2 WHERE id = $1`, o.ID, due)
-	return false, nil, err
+	return false, nil, f.setDue(ctx, tx, o, due)
 }
 
 // emit writes an order event into the outbox in tx.

@@ -312,37 +312,10 @@ func TestSupportRefund(t *testing.T) {
 // network never had it, so the fill is signed again (attempt 1) instead of failing the order.
 func TestDelegationSignedButNeverSentIsSignedAgain(t *testing.T) {
 	e := newEnv(t)
-	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools,
-		LandGrace: 2 * time.Second, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Now: e.clock.Now, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := f.RegisterPools(ctx); err != nil {
-		t.Fatal(err)
-	}
 	acc := e.account(100)
 	o := e.order(acc, orderSpec{resource: orders.Energy, amount: 65_000, tier: "1h", receiver: e.receiver(true)})
-	for range 2 { // created -> paid -> allocating
-		if _, err := f.step(ctx, o.ID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The next step signs and journals; its broadcast (the returned action) never runs.
-	err = pgx.BeginFunc(ctx, e.db.Pool, func(tx pgx.Tx) error {
-		row, err := orderstore.Lock(ctx, tx, o.ID)
-		if err != nil {
-			return err
-		}
-		_, after, err := f.dispatch(ctx, tx, row)
-		if after == nil && err == nil {
-			t.Fatalf("the delivery step of a %s order broadcast nothing", row.Status)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	signUnsent(t, e, o.ID)
 	if _, err := e.sim.Mine(25); err != nil { // the transaction's minute passes on the chain
 		t.Fatal(err)
 	}
@@ -375,42 +348,11 @@ func mustAddr(t *testing.T, s string) tron.Address {
 // signing a second delegation.
 func TestExpiredRefusalOfALandedDelegationDelegatesOnce(t *testing.T) {
 	e := newEnv(t)
-	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools,
-		LandGrace: 2 * time.Second, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Now: e.clock.Now, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := f.RegisterPools(ctx); err != nil {
-		t.Fatal(err)
-	}
 	acc := e.account(100)
 	to := e.receiver(true)
 	o := e.order(acc, orderSpec{resource: orders.Energy, amount: 65_000, tier: "1h", receiver: to})
-	for range 2 {
-		if _, err := f.step(ctx, o.ID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var signed journalRow
-	err = pgx.BeginFunc(ctx, e.db.Pool, func(tx pgx.Tx) error {
-		row, err := orderstore.Lock(ctx, tx, o.ID)
-		if err != nil {
-			return err
-		}
-		if _, _, err := f.dispatch(ctx, tx, row); err != nil {
-			return err
-		}
-		js, err := journal(ctx, tx, o.ID)
-		if err != nil || len(js) != 1 {
-			t.Fatalf("journal %v %v", js, err)
-		}
-		signed = js[0]
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	signed := signUnsent(t, e, o.ID)
 	// The broadcast reaches the network, its answer does not reach us.
 	if _, err := e.node.BroadcastTransaction(ctx, &signed.Tx); err != nil {
 		t.Fatal(err)
@@ -431,4 +373,49 @@ func TestExpiredRefusalOfALandedDelegationDelegatesOnce(t *testing.T) {
 		t.Fatalf("receiver holds %d SUN of delegation, the order's fill %d", d, fillBalance)
 	}
 	e.invariants()
+}
+
+// signUnsent runs an order up to its delivery step with a processor that is not running,
+// lets that step sign and journal the delegation, and drops the broadcast it returns: the
+// state a replica leaves when it dies between the commit and the broadcast.
+func signUnsent(t *testing.T, e *env, orderID string) journalRow {
+	t.Helper()
+	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools,
+		LandGrace: 2 * time.Second, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Now: e.clock.Now, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := f.RegisterPools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // created -> paid -> allocating
+		if _, err := f.step(ctx, orderID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var signed journalRow
+	err = pgx.BeginFunc(ctx, e.db.Pool, func(tx pgx.Tx) error {
+		row, err := orderstore.Lock(ctx, tx, orderID)
+		if err != nil {
+			return err
+		}
+		_, after, err := f.dispatch(ctx, tx, row)
+		if err != nil {
+			return err
+		}
+		if after == nil {
+			t.Fatalf("the delivery step of a %s order broadcast nothing", row.Status)
+		}
+		js, err := journal(ctx, tx, orderID)
+		if err != nil || len(js) != 1 || js[0].State != stateSigned {
+			t.Fatalf("journal %+v %v, want one signed delegation", js, err)
+		}
+		signed = js[0]
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signed
 }

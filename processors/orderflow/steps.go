@@ -310,8 +310,7 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 		}
 		switch j.State {
 		case stateSigned:
-			_, err := tx.Exec(ctx, `UPDATE orders SET next_due_at = $2 WHERE id = $1`, o.ID, now.Add(f.o.RetryEvery))
-			return false, f.broadcastAll([]journalRow{j}), err
+			return false, f.broadcastAll([]journalRow{j}), f.setDue(ctx, tx, o, now.Add(f.o.RetryEvery))
 		case stateDropped, stateFailed:
 			return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "the receiver's activation was refused by the chain")
 		case stateBroadcast, stateLanded:
@@ -406,8 +405,7 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 		}
 	}
 	if !allSent {
-		_, err := tx.Exec(ctx, `UPDATE orders SET next_due_at = $2 WHERE id = $1`, o.ID, now.Add(f.o.RetryEvery))
-		return false, f.broadcastAll(pending), err
+		return false, f.broadcastAll(pending), f.setDue(ctx, tx, o, now.Add(f.o.RetryEvery))
 	}
 	var hashes []string
 	if err := tx.QueryRow(ctx, `SELECT coalesce(array_agg(delegate_txid ORDER BY seq), '{}') FROM order_fills
