@@ -211,7 +211,6 @@ type IntentKind string
 const (
 	IntentProcess IntentKind = "process" // advance the order as far as it can go now
 	IntentReclaim IntentKind = "reclaim" // the customer asked for an early return
-	IntentRefund  IntentKind = "refund"  // support refunded the order
 )
 
 // Intent is the value of a record on topics.OrderIntents.

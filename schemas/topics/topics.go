@@ -77,7 +77,7 @@ var (
 		Doc: "Latest pricing snapshot (schemas/events/marketdata.schema.json)."}
 
 	// OrderIntents carries the internal work items of the order pipeline (created by the
-	// edge with the order, a reclaim request, a support refund), keyed by order id so one
+	// edge with the order, a reclaim request), keyed by order id so one
 	// processor replica handles an order's steps in order. Internal: not a product topic.
 	OrderIntents = Topic{Name: "orders.intents.v1", Key: "order_id", Partitions: 12, Retention: 7 * day, Cleanup: Delete,
 		Doc: "Internal order work items (processors/orderflow)."}
