@@ -293,7 +293,7 @@ func (m *Orders) createOrder(ctx context.Context, rc *fasthttp.RequestCtx) error
 		}
 		// create bounds the waits left (the account's row, a receiver's ceiling lock) to
 		// LockWait in its first statement; a longer wait is answered 4004.
-		rec, err := m.create(ctx, tx, p.AccountID, req)
+		rec, err := m.create(ctx, tx, p.AccountID, req, nil, nil)
 		if err != nil {
 			return err
 		}
@@ -342,7 +342,7 @@ func isCatalogue(err error) bool {
 // create runs the checks that need the database, the price or the chain, in the order
 // docs/orders.md lists, then charges and stores the order. Every refusal returns before
 // anything is written, and the caller's rollback undoes the rest.
-func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req orderRequest) (orders.Record, error) {
+func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req orderRequest, batchID, subscriptionID *string) (orders.Record, error) {
 	if err := m.checkReceiverNotOurs(ctx, tx, req.receiver); err != nil {
 		return orders.Record{}, err
 	}
@@ -362,7 +362,7 @@ func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req or
 	n := orderstore.NewOrder{
 		ID: orderstore.NewID(), AccountID: accountID, Network: m.o.Network, ClientOrderID: req.clientOrderID,
 		Resource: orders.Resource(req.resource), Receiver: req.receiver.String(), Activate: req.activate,
-		CreatedAt: m.o.Now(),
+		CreatedAt: m.o.Now(), BatchID: batchID, SubscriptionID: subscriptionID,
 	}
 	if req.quoteID != "" {
 		qid := req.quoteID
@@ -432,6 +432,55 @@ func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req or
 		return orders.Record{}, err
 	}
 	return row.Record, nil
+}
+
+// ---- orders the service places on an account's behalf ----
+
+// Placement is an order placed without an HTTP request of its own: a batch receiver or a
+// subscription refill. ClientOrderID must be unique on the account (the caller derives it
+// from the batch or subscription, so a retried placement finds its first order, see
+// PlaceTx); the other fields are those of POST /v1/orders without a quote.
+type Placement struct {
+	ClientOrderID  string
+	Resource       pricing.Resource
+	Amount         int64
+	Tier           pricing.Tier
+	Receiver       tron.Address
+	Activate       bool
+	MaxPriceSun    *int64
+	BatchID        *string
+	SubscriptionID *string
+}
+
+// ErrPlacedBefore is PlaceTx finding an order with the placement's client_order_id, batch
+// and subscription already on the account: the placement happened earlier (a redelivered job), nothing new was charged.
+var ErrPlacedBefore = errors.New("edge: orders: an order with this client_order_id exists")
+
+// PlaceTx prices, charges and stores an order inside the caller's transaction, with every
+// check and refusal of POST /v1/orders (the same catalogue errors: 4001 with required_sun
+// and available_sun, 5001, 2003, 1101, ...). The caller's transaction must set nothing the
+// creation relies on: PlaceTx bounds its own lock waits. Activation state is read from the
+// node before pricing, so call it with no locks held that a slow node would stretch.
+// A refusal writes nothing; the caller decides whether to roll back its own writes.
+func (m *Orders) PlaceTx(ctx context.Context, tx pgx.Tx, accountID string, p Placement) (orders.Record, error) {
+	if !validClientOrderID(p.ClientOrderID) {
+		return orders.Record{}, errors.New("edge: orders: placement without a valid client_order_id")
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM orders WHERE account_id = $1 AND client_order_id = $2
+		AND batch_id IS NOT DISTINCT FROM $3 AND subscription_id IS NOT DISTINCT FROM $4)`,
+		accountID, p.ClientOrderID, p.BatchID, p.SubscriptionID).Scan(&exists); err != nil {
+		return orders.Record{}, err
+	}
+	if exists {
+		return orders.Record{}, ErrPlacedBefore
+	}
+	req := orderRequest{clientOrderID: p.ClientOrderID, resource: p.Resource, amount: p.Amount, tier: p.Tier,
+		receiver: p.Receiver, activate: p.Activate, maxPriceSun: p.MaxPriceSun}
+	var act activationState
+	act.activated, act.known = m.o.Pricing.activation.Activated(ctx, req.receiver)
+	req.activation = &act
+	return m.create(ctx, tx, accountID, req, p.BatchID, p.SubscriptionID)
 }
 
 // checkReceiverNotOurs refuses the service's own addresses (3003): configured pools and
