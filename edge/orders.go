@@ -283,7 +283,12 @@ func (m *Orders) createOrder(ctx context.Context, rc *fasthttp.RequestCtx) error
 		replayed bool
 	)
 	err = m.inTx(ctx, func(tx pgx.Tx) error {
-		c, err := m.o.Idempotency.ClaimBegunTx(ctx, tx, key, req.hash())
+		// The claim and the receiver check travel in one round trip; the check's answer
+		// counts only for a fresh claim.
+		b := &pgx.Batch{}
+		claim := m.o.Idempotency.QueueClaim(b, key, req.hash())
+		ours := m.queueReceiverCheck(b, req.receiver)
+		c, err := claim.Result(ctx, tx, tx.SendBatch(ctx, b).Close())
 		if err != nil {
 			return err
 		}
@@ -291,17 +296,13 @@ func (m *Orders) createOrder(ctx context.Context, rc *fasthttp.RequestCtx) error
 			body, replayed = c.Replay.Body, true
 			return nil
 		}
+		if err := ours(); err != nil {
+			return err
+		}
 		// create bounds the waits left (the account's row, a receiver's ceiling lock) to
-		// LockWait in its first statement; a longer wait is answered 4004.
-		rec, err := m.create(ctx, tx, p.AccountID, req, nil, nil)
-		if err != nil {
-			return err
-		}
-		if body, err = json.Marshal(rec); err != nil {
-			return err
-		}
-		return m.o.Idempotency.CompleteTx(ctx, tx, key,
-			idempotency.Response{Status: fasthttp.StatusCreated, Body: body, ObjectID: rec.ID})
+		// LockWait (set with the receiver check); a longer wait is answered 4004.
+		_, body, err = m.create(ctx, tx, p.AccountID, req, nil, nil, &key)
+		return err
 	})
 	if err != nil {
 		return err
@@ -342,21 +343,24 @@ func isCatalogue(err error) bool {
 // create runs the checks that need the database, the price or the chain, in the order
 // docs/orders.md lists, then charges and stores the order. Every refusal returns before
 // anything is written, and the caller's rollback undoes the rest.
-func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req orderRequest, batchID, subscriptionID *string) (orders.Record, error) {
-	if err := m.checkReceiverNotOurs(ctx, tx, req.receiver); err != nil {
-		return orders.Record{}, err
-	}
+//
+// The receiver must have passed the own-address check (queueReceiverCheck) in tx, which
+// also set the transaction's lock wait. With key, the idempotency record is completed with
+// the 201 response, whose body create returns; the last writes (hold, order row and intent,
+// stored response) travel in one round trip.
+func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req orderRequest, batchID, subscriptionID *string,
+	key *idempotency.Key) (orders.Record, []byte, error) {
 	var q *quotes.Quote
 	if req.quoteID != "" {
 		qq, err := m.useQuote(ctx, tx, accountID, &req)
 		if err != nil {
-			return orders.Record{}, err
+			return orders.Record{}, nil, err
 		}
 		q = &qq
 	}
 	pr, err := m.price(ctx, req)
 	if err != nil {
-		return orders.Record{}, err
+		return orders.Record{}, nil, err
 	}
 	activated := pr.activated != nil && *pr.activated // price is binding: never nil here
 	n := orderstore.NewOrder{
@@ -371,7 +375,7 @@ func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req or
 	n.MaxPriceSun = req.maxPriceSun
 	if req.resource == pricing.Activation {
 		if activated {
-			return orders.Record{}, Invalid("receiver", "already_activated", "the receiver is already activated; an activation order has nothing to do")
+			return orders.Record{}, nil, Invalid("receiver", "already_activated", "the receiver is already activated; an activation order has nothing to do")
 		}
 		// One activation at the activation price (a quote's, when it locked one).
 		n.Amount, n.ActivationAmountSun = 1, pr.activateSun
@@ -381,7 +385,7 @@ func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req or
 		n.UnitPriceCenti = int64(pricing.SunToCentisun(n.ActivationAmountSun))
 	} else {
 		if !activated && !req.activate {
-			return orders.Record{}, apierr.ReceiverNotActivated.New("the receiver is not activated; order with activate = true (adds the activation fee) or activate it first").
+			return orders.Record{}, nil, apierr.ReceiverNotActivated.New("the receiver is not activated; order with activate = true (adds the activation fee) or activate it first").
 				WithField("receiver").With("activate_amount_sun", pr.activateSun)
 		}
 		tier, secs := string(req.tier), pricing.TierSeconds(req.tier)
@@ -400,38 +404,48 @@ func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req or
 	}
 	total := n.Total()
 	if req.maxPriceSun != nil && total > *req.maxPriceSun {
-		return orders.Record{}, apierr.PriceAboveLimit.Newf("the total of %d SUN is above max_price_sun %d; nothing was charged", total, *req.maxPriceSun).
+		return orders.Record{}, nil, apierr.PriceAboveLimit.Newf("the total of %d SUN is above max_price_sun %d; nothing was charged", total, *req.maxPriceSun).
 			WithField("max_price_sun").With("total_amount_sun", total).With("max_price_sun", *req.maxPriceSun)
 	}
 	if req.resource == pricing.Energy && m.o.ReceiverMaxEnergy > 0 {
 		if err := m.checkReceiverCeiling(ctx, tx, req.receiver, req.amount); err != nil {
-			return orders.Record{}, err
+			return orders.Record{}, nil, err
 		}
 	}
 	// The hold's UPDATE of the account's ledger row serialises concurrent creations of the
-	// account from here to commit, so the in-flight count below is exact.
-	if err := m.o.Ledger.PlaceHold(ctx, tx, accountID, n.ID, total); err != nil {
-		return orders.Record{}, err
-	}
-	// The in-flight limit, the order row and its intent in one statement.
-	row, admitted, err := orderstore.InsertLimited(ctx, tx, n, m.o.MaxInFlight)
+	// account from here to commit, so the in-flight count of the insert after it is exact.
+	// It also counts the order in orders_created (energy_delegated is counted by the
+	// processor when the delegation is confirmed, with the amount actually delivered).
+	// Hold, order row with its intent, and the stored response go in one round trip; a
+	// refusal of any of them rolls all of them back with the transaction.
+	b := &pgx.Batch{}
+	hold, err := m.o.Ledger.QueueOrderHold(b, accountID, n.ID, total)
 	if err != nil {
-		return orders.Record{}, err
+		return orders.Record{}, nil, err
 	}
-	if !admitted {
+	ins, err := orderstore.QueueInsertLimited(b, n, m.o.MaxInFlight)
+	if err != nil {
+		return orders.Record{}, nil, err
+	}
+	var body []byte
+	if key != nil {
+		if body, err = json.Marshal(ins.Row.Record); err != nil {
+			return orders.Record{}, nil, err
+		}
+		m.o.Idempotency.QueueComplete(b, *key, idempotency.Response{Status: fasthttp.StatusCreated, Body: body, ObjectID: n.ID})
+	}
+	if err := hold.Result(ctx, tx, tx.SendBatch(ctx, b).Close()); err != nil {
+		return orders.Record{}, nil, err
+	}
+	if !ins.Admitted {
 		inFlight, err := orderstore.InFlight(ctx, tx, accountID)
 		if err != nil {
-			return orders.Record{}, err
+			return orders.Record{}, nil, err
 		}
-		return orders.Record{}, apierr.ConcurrencyLimited.Newf("%d orders of this account are still being delivered; the limit is %d", inFlight, m.o.MaxInFlight).
+		return orders.Record{}, nil, apierr.ConcurrencyLimited.Newf("%d orders of this account are still being delivered; the limit is %d", inFlight, m.o.MaxInFlight).
 			With("limit", m.o.MaxInFlight).With("in_flight", inFlight).WithRetryAfter(1)
 	}
-	// orders_created counts the order now; energy_delegated is counted by the processor
-	// when the delegation is confirmed, with the amount actually delivered.
-	if err := m.o.Ledger.AddOrderTotals(ctx, tx, accountID, 1, 0); err != nil {
-		return orders.Record{}, err
-	}
-	return row.Record, nil
+	return ins.Row.Record, body, nil
 }
 
 // ---- orders the service places on an account's behalf ----
@@ -480,7 +494,11 @@ func (m *Orders) PlaceTx(ctx context.Context, tx pgx.Tx, accountID string, p Pla
 	var act activationState
 	act.activated, act.known = m.o.Pricing.activation.Activated(ctx, req.receiver)
 	req.activation = &act
-	return m.create(ctx, tx, accountID, req, p.BatchID, p.SubscriptionID)
+	if err := m.checkReceiverNotOurs(ctx, tx, req.receiver); err != nil {
+		return orders.Record{}, err
+	}
+	rec, _, err := m.create(ctx, tx, accountID, req, p.BatchID, p.SubscriptionID, nil)
+	return rec, err
 }
 
 // checkReceiverNotOurs refuses the service's own addresses (3003): configured pools and
@@ -490,24 +508,38 @@ func (m *Orders) PlaceTx(ctx context.Context, tx pgx.Tx, accountID string, p Pla
 // Its statement also sets the transaction's lock_timeout to LockWait (set_config with
 // is_local, the same as SET LOCAL, in the same round trip): the account's row (ledger hold)
 // and a receiver's ceiling lock come after it and are the only waits left; a wait beyond
-// LockWait is answered 4004 and the client retries at once. A configured address is
-// refused before any statement, and the transaction only rolls back then.
+// LockWait is answered 4004 and the client retries at once.
 func (m *Orders) checkReceiverNotOurs(ctx context.Context, tx pgx.Tx, a tron.Address) error {
+	b := &pgx.Batch{}
+	result := m.queueReceiverCheck(b, a)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	return result()
+}
+
+// queueReceiverCheck is checkReceiverNotOurs queued in b; the function it returns gives
+// the answer once b ran.
+func (m *Orders) queueReceiverCheck(b *pgx.Batch, a tron.Address) func() error {
 	ours := m.own[a]
-	if !ours {
-		s := a.String()
-		var lockTimeout string
-		if err := tx.QueryRow(ctx, `SELECT set_config('lock_timeout', $2, true),
+	b.Queue(`SELECT set_config('lock_timeout', $2, true),
 			EXISTS (SELECT 1 FROM deposit_addresses WHERE address = $1)
 			OR EXISTS (SELECT 1 FROM stake_pools WHERE address = $1)`,
-			s, strconv.FormatInt(m.o.LockWait.Milliseconds(), 10)).Scan(&lockTimeout, &ours); err != nil {
+		a.String(), strconv.FormatInt(m.o.LockWait.Milliseconds(), 10)).QueryRow(func(r pgx.Row) error {
+		var lockTimeout string
+		var found bool
+		if err := r.Scan(&lockTimeout, &found); err != nil {
 			return err
 		}
+		ours = ours || found
+		return nil
+	})
+	return func() error {
+		if ours {
+			return apierr.ReceiverIsOurs.New("the receiver is an address of this service").WithField("receiver")
+		}
+		return nil
 	}
-	if ours {
-		return apierr.ReceiverIsOurs.New("the receiver is an address of this service").WithField("receiver")
-	}
-	return nil
 }
 
 // useQuote reads the account's quote, refuses parameters contradicting it (2004, checked

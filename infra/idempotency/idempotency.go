@@ -132,18 +132,25 @@ func (s *Store) ClaimBegunTx(ctx context.Context, tx pgx.Tx, k Key, hash []byte)
 	return s.claim(ctx, tx, k, hash)
 }
 
-// claim is ClaimTx under a lock_timeout the caller has set.
-func (s *Store) claim(ctx context.Context, tx pgx.Tx, k Key, hash []byte) (Claim, error) {
-	// One statement claims the key: a new record, or an expired one replaced by the new
-	// operation (the conflict update applies only past the retention). A live record
-	// changes nothing and is read below.
-	tag, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (account_id, namespace, key, request_hash, state)
+// claimSQL claims a key in one statement: a new record, or an expired one replaced by the
+// new operation (the conflict update applies only past the retention). A live record
+// changes nothing (no row affected) and is read by stored.
+const claimSQL = `INSERT INTO idempotency_keys (account_id, namespace, key, request_hash, state)
 		VALUES ($1, $2, $3, $4, 'in_progress')
 		ON CONFLICT (account_id, namespace, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, state = 'in_progress',
 			response_status = NULL, response_body = NULL, object_id = NULL, created_at = now()
-		WHERE idempotency_keys.created_at < now() - make_interval(secs => $5)`,
-		k.AccountID, k.Namespace, k.Key, hash, s.retention.Seconds())
-	if err == nil && tag.RowsAffected() == 1 {
+		WHERE idempotency_keys.created_at < now() - make_interval(secs => $5)`
+
+// claim is ClaimTx under a lock_timeout the caller has set.
+func (s *Store) claim(ctx context.Context, tx pgx.Tx, k Key, hash []byte) (Claim, error) {
+	tag, err := tx.Exec(ctx, claimSQL, k.AccountID, k.Namespace, k.Key, hash, s.retention.Seconds())
+	return s.claimed(ctx, tx, k, hash, tag.RowsAffected() == 1, err)
+}
+
+// claimed interprets the claim statement's outcome: fresh when it wrote the record,
+// otherwise the stored record decides (replay, 3010 or 3015).
+func (s *Store) claimed(ctx context.Context, tx pgx.Tx, k Key, hash []byte, fresh bool, err error) (Claim, error) {
+	if err == nil && fresh {
 		return Claim{Fresh: true}, nil
 	}
 	if err != nil {
@@ -179,6 +186,32 @@ func (s *Store) claim(ctx context.Context, tx pgx.Tx, k Key, hash []byte) (Claim
 	return Claim{Replay: &Response{Status: *status, Body: body, ObjectID: oid}}, nil
 }
 
+// QueuedClaim is a claim sent in a pgx.Batch together with other statements (one round
+// trip for all of them), in a transaction begun with BeginQuery. Result interprets it.
+type QueuedClaim struct {
+	s     *Store
+	k     Key
+	hash  []byte
+	fresh bool
+}
+
+// QueueClaim queues the claim of k in b. Statements queued after it run only if it
+// succeeds; their results are meaningful only when Result says Fresh.
+func (s *Store) QueueClaim(b *pgx.Batch, k Key, hash []byte) *QueuedClaim {
+	q := &QueuedClaim{s: s, k: k, hash: hash}
+	b.Queue(claimSQL, k.AccountID, k.Namespace, k.Key, hash, s.retention.Seconds()).Exec(func(tag pgconn.CommandTag) error {
+		q.fresh = tag.RowsAffected() == 1
+		return nil
+	})
+	return q
+}
+
+// Result is ClaimBegunTx's answer for a queued claim; batchErr is the error of the batch
+// that carried it (a lock timeout on the claim is 3015, as in ClaimTx).
+func (q *QueuedClaim) Result(ctx context.Context, tx pgx.Tx, batchErr error) (Claim, error) {
+	return q.s.claimed(ctx, tx, q.k, q.hash, q.fresh, batchErr)
+}
+
 func (s *Store) inProgress() error {
 	return apierr.RequestInProgress.New("a request with this idempotency key is still running; look the object up instead of retrying the create").
 		WithRetryAfter(max(int(s.wait/time.Second), 1))
@@ -190,9 +223,7 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, k Key, r Response) er
 	if r.ObjectID != "" {
 		oid = &r.ObjectID
 	}
-	tag, err := tx.Exec(ctx, `UPDATE idempotency_keys SET state = 'done', response_status = $4, response_body = $5, object_id = $6
-		WHERE account_id = $1 AND namespace = $2 AND key = $3 AND state = 'in_progress'`,
-		k.AccountID, k.Namespace, k.Key, r.Status, r.Body, oid)
+	tag, err := tx.Exec(ctx, completeSQL, k.AccountID, k.Namespace, k.Key, r.Status, r.Body, oid)
 	if err != nil {
 		return err
 	}
@@ -201,6 +232,24 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, k Key, r Response) er
 	}
 	return nil
 }
+
+// QueueComplete is CompleteTx queued in a pgx.Batch: the batch's error reports a claim
+// not made in this transaction.
+func (s *Store) QueueComplete(b *pgx.Batch, k Key, r Response) {
+	var oid *string
+	if r.ObjectID != "" {
+		oid = &r.ObjectID
+	}
+	b.Queue(completeSQL, k.AccountID, k.Namespace, k.Key, r.Status, r.Body, oid).Exec(func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("idempotency: complete %s/%s: not claimed in this transaction", k.Namespace, k.Key)
+		}
+		return nil
+	})
+}
+
+const completeSQL = `UPDATE idempotency_keys SET state = 'done', response_status = $4, response_body = $5, object_id = $6
+		WHERE account_id = $1 AND namespace = $2 AND key = $3 AND state = 'in_progress'`
 
 // Do runs fn once for k: in one transaction it claims the key, runs fn with that
 // transaction and stores fn's response. A repeat gets the stored response with replayed

@@ -159,53 +159,110 @@ func ensureAccount(ctx context.Context, tx pgx.Tx, accountID string) error {
 // Refusals are *apierr.Error 4001 insufficient_funds or 4002 balance_reserved with
 // details.required_sun and details.available_sun.
 func (l *Ledger) PlaceHold(ctx context.Context, tx pgx.Tx, accountID, holdRef string, amountSun int64) error {
-	if err := dom.ValidateAmount(amountSun); err != nil {
+	return l.placeHold(ctx, tx, accountID, holdRef, amountSun, 0)
+}
+
+// PlaceOrderHold is PlaceHold for a new order, which it also counts in the account's
+// lifetime orders_created (AddOrderTotals), in the same statement: order creation is the
+// hot path. A repeat (the hold exists) counts nothing.
+func (l *Ledger) PlaceOrderHold(ctx context.Context, tx pgx.Tx, accountID, orderID string, amountSun int64) error {
+	return l.placeHold(ctx, tx, accountID, orderID, amountSun, 1)
+}
+
+func (l *Ledger) placeHold(ctx context.Context, tx pgx.Tx, accountID, holdRef string, amountSun, orders int64) error {
+	b := &pgx.Batch{}
+	q, err := l.queueHold(b, accountID, holdRef, amountSun, orders)
+	if err != nil {
 		return err
+	}
+	return q.Result(ctx, tx, tx.SendBatch(ctx, b).Close())
+}
+
+// QueuedHold is a hold placement sent in a pgx.Batch with other statements (one round trip
+// for all). Statements queued after it run whether or not it reserved anything: the caller
+// must check Result before relying on the hold, and roll back on its error.
+type QueuedHold struct {
+	l              *Ledger
+	accountID, ref string
+	amount         int64
+	placed         bool
+	row            row
+}
+
+// QueueOrderHold queues PlaceOrderHold in b. Invalid arguments are refused at once.
+func (l *Ledger) QueueOrderHold(b *pgx.Batch, accountID, orderID string, amountSun int64) (*QueuedHold, error) {
+	return l.queueHold(b, accountID, orderID, amountSun, 1)
+}
+
+func (l *Ledger) queueHold(b *pgx.Batch, accountID, holdRef string, amountSun, orders int64) (*QueuedHold, error) {
+	if err := dom.ValidateAmount(amountSun); err != nil {
+		return nil, err
 	}
 	if err := dom.ValidateRef(holdRef); err != nil {
-		return err
+		return nil, err
 	}
-	// Reserve first, write the hold second: a refusal writes nothing, so the caller's
+	q := &QueuedHold{l: l, accountID: accountID, ref: holdRef, amount: amountSun}
+	// One statement reserves and writes the hold: a refusal writes nothing, so the caller's
 	// transaction stays usable without a savepoint (this is on the order creation path,
 	// where every round trip counts). The reservation is skipped when the hold exists
 	// already (a repeat); a concurrent first placement of the same ref loses on the
 	// hold's primary key and gets 4004.
 	now := l.o.Now().UTC()
-	r, err := scanRow(tx.QueryRow(ctx, `UPDATE ledger_accounts SET reserved_sun = reserved_sun + $2, updated_at = now()
-		WHERE account_id = $1 AND balance_sun - reserved_sun >= $2
-		  AND NOT EXISTS (SELECT 1 FROM ledger_holds WHERE ref = $3)
-		RETURNING `+rowCols, accountID, amountSun, holdRef))
-	if errors.Is(err, pgx.ErrNoRows) {
-		var acc string
-		var amt int64
-		err := tx.QueryRow(ctx, `SELECT account_id, amount_sun FROM ledger_holds WHERE ref = $1`, holdRef).Scan(&acc, &amt)
-		switch {
-		case err == nil && (acc != accountID || amt != amountSun):
-			return fmt.Errorf("%w: hold %s", ErrRefReused, holdRef)
-		case err == nil:
-			return nil // placed before: a repeat changes nothing
-		case !errors.Is(err, pgx.ErrNoRows):
-			return err
-		}
-		var bal, res int64
-		err = tx.QueryRow(ctx, `SELECT balance_sun, reserved_sun FROM ledger_accounts WHERE account_id = $1`, accountID).Scan(&bal, &res)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		return dom.FundsError(bal, res, amountSun)
-	}
-	if err != nil {
-		return conflict(err)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO ledger_holds (ref, account_id, amount_sun, status, placed_at, expires_at)
-		VALUES ($1, $2, $3, 'placed', $4, $5)`, holdRef, accountID, amountSun, now, now.Add(l.o.HoldTTL)); err != nil {
+	b.Queue(`WITH a AS (
+			UPDATE ledger_accounts SET reserved_sun = reserved_sun + $2, orders_created = orders_created + $6, updated_at = now()
+			WHERE account_id = $1 AND balance_sun - reserved_sun >= $2
+			  AND NOT EXISTS (SELECT 1 FROM ledger_holds WHERE ref = $3)
+			RETURNING `+rowCols+`
+		), h AS (
+			INSERT INTO ledger_holds (ref, account_id, amount_sun, status, placed_at, expires_at)
+			SELECT $3, $1, $2, 'placed', $4, $5 FROM a
+		)
+		SELECT `+rowCols+` FROM a`, accountID, amountSun, holdRef, now, now.Add(l.o.HoldTTL), orders).
+		Query(func(rows pgx.Rows) error {
+			defer rows.Close()
+			if rows.Next() {
+				r, err := scanRow(rows)
+				if err != nil {
+					return err
+				}
+				q.placed, q.row = true, r
+			}
+			return rows.Err()
+		})
+	return q, nil
+}
+
+// Result finishes the placement after its batch ran (batchErr is the batch's error): nil
+// when the hold is placed (or was placed before with the same account and amount), 4001 or
+// 4002 when the balance cannot cover it, ErrRefReused, or 4004 on a collision.
+func (q *QueuedHold) Result(ctx context.Context, tx pgx.Tx, batchErr error) error {
+	if batchErr != nil {
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "23505" {
-			return apierr.LedgerConflict.Wrap(err, "the same hold was being placed concurrently; nothing was charged")
+		if errors.As(batchErr, &pe) && pe.Code == "23505" {
+			return apierr.LedgerConflict.Wrap(batchErr, "the same hold was being placed concurrently; nothing was charged")
 		}
-		return conflict(err)
+		return conflict(batchErr)
 	}
-	return l.checkLow(ctx, tx, accountID, r)
+	if q.placed {
+		return q.l.checkLow(ctx, tx, q.accountID, q.row)
+	}
+	var acc string
+	var amt int64
+	err := tx.QueryRow(ctx, `SELECT account_id, amount_sun FROM ledger_holds WHERE ref = $1`, q.ref).Scan(&acc, &amt)
+	switch {
+	case err == nil && (acc != q.accountID || amt != q.amount):
+		return fmt.Errorf("%w: hold %s", ErrRefReused, q.ref)
+	case err == nil:
+		return nil // placed before: a repeat changes nothing
+	case !errors.Is(err, pgx.ErrNoRows):
+		return err
+	}
+	var bal, res int64
+	err = tx.QueryRow(ctx, `SELECT balance_sun, reserved_sun FROM ledger_accounts WHERE account_id = $1`, q.accountID).Scan(&bal, &res)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	return dom.FundsError(bal, res, q.amount)
 }
 
 // CaptureHold posts a placed hold for amountSun (0 to the held amount): that much moves

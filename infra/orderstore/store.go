@@ -144,13 +144,35 @@ func Insert(ctx context.Context, tx pgx.Tx, n NewOrder) (Row, error) {
 // exact. The order is also due 15 s later: should its intent be slow, the processors'
 // timer picks the order up anyway (each step reschedules it).
 func InsertLimited(ctx context.Context, tx pgx.Tx, n NewOrder, maxInFlight int) (Row, bool, error) {
-	if n.ID == "" || n.AccountID == "" || n.ClientOrderID == "" {
-		return Row{}, false, errors.New("orderstore: order without id, account or client_order_id")
+	b := &pgx.Batch{}
+	q, err := QueueInsertLimited(b, n, maxInFlight)
+	if err != nil {
+		return Row{}, false, err
 	}
-	created := n.CreatedAt.UTC().Truncate(time.Millisecond)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return Row{}, false, fmt.Errorf("orderstore: insert order: %w", err)
+	}
+	return q.Row, q.Admitted, nil
+}
+
+// QueuedInsert is InsertLimited sent in a pgx.Batch with other statements (one round trip
+// for all). Once the batch ran, Admitted tells whether the order was written; Row is the
+// row as written (known before the statement runs: Created).
+type QueuedInsert struct {
+	Row      Row
+	Admitted bool
+}
+
+// QueueInsertLimited queues InsertLimited in b.
+func QueueInsertLimited(b *pgx.Batch, n NewOrder, maxInFlight int) (*QueuedInsert, error) {
+	if n.ID == "" || n.AccountID == "" || n.ClientOrderID == "" {
+		return nil, errors.New("orderstore: order without id, account or client_order_id")
+	}
+	q := &QueuedInsert{Row: Created(n)}
+	created := time.Time(q.Row.CreatedAt)
 	intent, _ := json.Marshal(Intent{OrderID: n.ID, Kind: IntentProcess})
 	// The outbox row is the one outbox.InsertRecord would write, in the same statement.
-	row, err := scan(tx.QueryRow(ctx, `WITH live AS (
+	b.Queue(`WITH live AS (
 			SELECT count(*) AS n FROM orders WHERE account_id = $2 AND status IN ('created', 'paid', 'allocating', 'delegated')
 		), o AS (
 			INSERT INTO orders (id, account_id, network, client_order_id, batch_id, subscription_id,
@@ -159,24 +181,46 @@ func InsertLimited(ctx context.Context, tx pgx.Tx, n NewOrder, maxInFlight int) 
 				next_due_at)
 			SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, 'created', $7::text, $8::bigint, $9::text,
 				$10::integer, $11::text, $12::boolean, $13::bigint, $14::bigint, $15::bigint, $16::bigint, $16::bigint,
-				$17::text, $18::bigint, $19::timestamptz, $19::timestamptz, $19::timestamptz + interval '15 seconds'
+				$17::text, $18::bigint, $19::timestamptz, $19::timestamptz, $24::timestamptz
 			FROM live WHERE $20::integer <= 0 OR live.n < $20::integer
-			RETURNING `+columns+`
+			RETURNING id
 		), intent AS (
 			INSERT INTO outbox (topic, key, value, headers) SELECT $21::text, o.id, $22::bytea, $23::jsonb FROM o
 		)
-		SELECT `+columns+` FROM o`,
+		SELECT count(*) FROM o`,
 		n.ID, n.AccountID, string(n.Network), n.ClientOrderID, n.BatchID, n.SubscriptionID, string(n.Resource), n.Amount,
 		n.Tier, n.DurationSeconds, n.Receiver, n.Activate, n.UnitPriceCenti, n.EnergyAmountSun, n.ActivationAmountSun,
 		n.Total(), n.QuoteID, n.MaxPriceSun, created, maxInFlight,
-		topics.OrderIntents.Name, intent, map[string]string{"kind": string(IntentProcess)}))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Row{}, false, nil
+		topics.OrderIntents.Name, intent, map[string]string{"kind": string(IntentProcess)}, *q.Row.NextDueAt).
+		QueryRow(func(r pgx.Row) error {
+			var inserted int
+			if err := r.Scan(&inserted); err != nil {
+				return err
+			}
+			q.Admitted = inserted == 1
+			return nil
+		})
+	return q, nil
+}
+
+// Created is the row InsertLimited writes for n, as Get would read it back.
+func Created(n NewOrder) Row {
+	created := n.CreatedAt.UTC().Truncate(time.Millisecond)
+	due := created.Add(15 * time.Second)
+	total := n.Total()
+	return Row{
+		Record: orders.Record{
+			ID: n.ID, ClientOrderID: n.ClientOrderID, BatchID: n.BatchID, SubscriptionID: n.SubscriptionID,
+			Status: orders.Created, Resource: n.Resource, Amount: n.Amount, Tier: n.Tier,
+			DurationSeconds: n.DurationSeconds, Receiver: n.Receiver, UnitPriceSun: events.Centisun(n.UnitPriceCenti),
+			TotalAmountSun: total, ChargedAmountSun: total,
+			Activation:     orders.ActivationInfo{AmountSun: n.ActivationAmountSun},
+			DelegateHashes: []string{},
+			CreatedAt:      events.Time(created), UpdatedAt: events.Time(created),
+		},
+		AccountID: n.AccountID, Network: n.Network, Activate: n.Activate, EnergyAmountSun: n.EnergyAmountSun,
+		ActivationAmountSun: n.ActivationAmountSun, QuoteID: n.QuoteID, MaxPriceSun: n.MaxPriceSun, NextDueAt: &due,
 	}
-	if err != nil {
-		return Row{}, false, fmt.Errorf("orderstore: insert order: %w", err)
-	}
-	return row, true, nil
 }
 
 // Get reads one order of accountID; another account's order is ErrNotFound.

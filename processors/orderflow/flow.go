@@ -213,8 +213,11 @@ func (f *Flow) dispatch(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 	switch o.Status {
 	case orders.Created:
 		// Creation placed the hold in the order's own transaction; it is there by
-		// construction, so paying is only the acknowledgement.
-		return true, nil, f.setStatus(ctx, tx, o, orders.Paid, f.o.Now().Add(30*time.Second))
+		// construction, so paying is only the acknowledgement, made in the allocation's
+		// transaction (paid is not stored; an order found paid, written by an older
+		// processor, is allocated below as well).
+		f.transitions.WithLabelValues(string(orders.Paid)).Inc()
+		return f.allocate(ctx, tx, o)
 	case orders.Paid:
 		return f.allocate(ctx, tx, o)
 	case orders.Allocating:

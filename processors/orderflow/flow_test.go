@@ -389,10 +389,9 @@ func signUnsent(t *testing.T, e *env, orderID string) journalRow {
 	if err := f.RegisterPools(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for range 2 { // created -> paid -> allocating
-		if _, err := f.step(ctx, orderID); err != nil {
-			t.Fatal(err)
-		}
+	// created -> (paid) -> allocating in one step
+	if _, err := f.step(ctx, orderID); err != nil {
+		t.Fatal(err)
 	}
 	var signed journalRow
 	err = pgx.BeginFunc(ctx, e.db.Pool, func(tx pgx.Tx) error {

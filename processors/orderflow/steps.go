@@ -79,11 +79,15 @@ func (f *Flow) allocate(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 	if o.Resource == orders.Activation {
 		return true, nil, f.setStatus(ctx, tx, o, orders.Allocating, now.Add(30*time.Second))
 	}
+	// Everything written here goes in one round trip once the amounts are known: the pools'
+	// row locks (taken in allocatePools) are held from then to commit, and every round trip
+	// under them is time no other order of any replica can be allocated.
+	b := &pgx.Batch{}
 	remaining := o.Amount
 	seq := 0
 	if o.Network.SellsOwnStake() && len(f.o.Pools) > 0 {
 		var err error
-		if seq, remaining, err = f.allocatePools(ctx, tx, o); err != nil {
+		if seq, remaining, err = f.allocatePools(ctx, tx, o, b); err != nil {
 			return false, nil, err
 		}
 	}
@@ -91,19 +95,20 @@ func (f *Flow) allocate(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 		// The rest is bought from the first provider when the order is delivered; the
 		// fill row is written now, so the purchase has a stable reference (order and fill)
 		// that a crash or a retry can never change.
-		if _, err := tx.Exec(ctx, `INSERT INTO order_fills (order_id, seq, source, amount, balance_sun, state)
-			VALUES ($1, $2, $3, $4, 0, 'reserved')`, o.ID, seq, f.o.Providers[0].Slug(), remaining); err != nil {
-			return false, nil, err
-		}
+		b.Queue(`INSERT INTO order_fills (order_id, seq, source, amount, balance_sun, state)
+			VALUES ($1, $2, $3, $4, 0, 'reserved')`, o.ID, seq, f.o.Providers[0].Slug(), remaining)
 		seq++
 	}
 	if seq == 0 {
 		return true, nil, f.fail(ctx, tx, o, apierr.InsufficientSupply, "neither the stake pools nor the providers could fill the order when it was allocated")
 	}
-	if _, err := tx.Exec(ctx, `UPDATE orders SET filled_by = $2 WHERE id = $1`, o.ID, orders.FilledByPool); err != nil {
+	b.Queue(`UPDATE orders SET filled_by = $2, status = 'allocating', next_due_at = $3, updated_at = now() WHERE id = $1`,
+		o.ID, orders.FilledByPool, now.Add(30*time.Second))
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return false, nil, err
 	}
-	return true, nil, f.setStatus(ctx, tx, o, orders.Allocating, now.Add(30*time.Second))
+	f.transitions.WithLabelValues(string(orders.Allocating)).Inc()
+	return true, nil, nil
 }
 
 // buyFromProvider delivers a provider fill: the provider delegates from its own stake and
@@ -167,57 +172,79 @@ func (f *Flow) buyFromProvider(ctx context.Context, tx pgx.Tx, o orderstore.Row,
 	return chainwatch.Track(ctx, tx, r.TxID)
 }
 
-// allocatePools reserves stake from the own pools; it returns the next fill sequence
-// number and what is left to allocate.
-func (f *Flow) allocatePools(ctx context.Context, tx pgx.Tx, o orderstore.Row) (int, int64, error) {
-	rows, err := tx.Query(ctx, `SELECT address FROM stake_pools WHERE network = $1 ORDER BY address FOR UPDATE`, string(o.Network))
-	if err != nil {
-		return 0, 0, err
+// allocatePools reserves stake from the own pools; it queues the fills in b and returns the
+// next fill sequence number and what is left to allocate. It locks every pool row of the
+// network (in address order, so replicas never deadlock) until the transaction ends.
+func (f *Flow) allocatePools(ctx context.Context, tx pgx.Tx, o orderstore.Row, b *pgx.Batch) (int, int64, error) {
+	// The chain's figures are read before the lock (they are cached, and a node call
+	// under the lock would stall every allocation): a figure read earlier is still safe,
+	// because every fill that landed after it was read counts as in flight below.
+	type poolFigure struct {
+		pool   tron.Address
+		can    int64
+		readAt time.Time
 	}
-	var pools []tron.Address
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			rows.Close()
-			return 0, 0, err
-		}
-		if a, err := tron.ParseAddress(s); err == nil {
-			if _, ours := f.byAddr[a]; ours {
-				pools = append(pools, a)
-			}
-		}
-	}
-	rows.Close()
-	remaining := o.Amount
-	if len(pools) == 0 {
-		return 0, remaining, nil
-	}
-	res, err := f.chain.weights(ctx, f.o.Node, pools[0], f.o.Now())
-	if err != nil {
-		return 0, 0, fmt.Errorf("read network weights: %w", err)
-	}
-	limit, weight := perUnit(res, o.Resource)
-	seq := 0
-	for _, p := range pools {
-		if remaining <= 0 {
-			break
-		}
+	figures := map[string]poolFigure{}
+	var addrs []string
+	var after []time.Time
+	for p := range f.byAddr {
 		can, readAt, err := f.chain.delegatable(ctx, f.o.Node, p, resourceCode(o.Resource), f.o.Now())
 		if err != nil {
 			return 0, 0, fmt.Errorf("read pool %s: %w", p, err)
 		}
-		// In flight: fills not yet visible in the chain's figure. That is every fill
-		// reserved or broadcast, and every fill that landed after the figure was read
-		// (a cached figure predates it), with a margin for the clocks of this process and
-		// the database.
-		var inflight int64
-		if err := tx.QueryRow(ctx, `SELECT coalesce(sum(balance_sun), 0) FROM order_fills
-			WHERE pool_address = $1 AND source = 'pool'
-			AND (state IN ('reserved', 'broadcast') OR (state = 'landed' AND updated_at > $2))`,
-			p.String(), readAt.Add(-clockMargin)).Scan(&inflight); err != nil {
-			return 0, 0, err
+		figures[p.String()] = poolFigure{p, can, readAt}
+		addrs, after = append(addrs, p.String()), append(after, readAt.Add(-clockMargin))
+	}
+	if len(figures) == 0 {
+		return 0, o.Amount, nil
+	}
+	res, err := f.chain.weights(ctx, f.o.Node, figures[addrs[0]].pool, f.o.Now())
+	if err != nil {
+		return 0, 0, fmt.Errorf("read network weights: %w", err)
+	}
+	limit, weight := perUnit(res, o.Resource)
+	// In flight: fills not yet visible in the chain's figure. That is every fill reserved
+	// or broadcast, and every fill that landed after the figure was read, with a margin
+	// for the clocks of this process and the database. The sum is a statement of its own
+	// after the lock, queued with it (one round trip): a statement sees what was committed
+	// when it started, so it must start once the lock is held.
+	inflight := map[string]int64{}
+	var order []string // the network's pools in the database's address order: the draw order
+	lock := &pgx.Batch{}
+	lock.Queue(`SELECT address FROM stake_pools WHERE network = $1 ORDER BY address FOR UPDATE`, string(o.Network)).
+		Query(func(rows pgx.Rows) error {
+			var err error
+			order, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			return err
+		})
+	lock.Queue(`SELECT p.address, coalesce((SELECT sum(balance_sun) FROM order_fills f WHERE f.pool_address = p.address
+				AND f.source = 'pool' AND f.state IN ('reserved', 'broadcast')), 0)
+			+ coalesce((SELECT sum(balance_sun) FROM order_fills f WHERE f.pool_address = p.address
+				AND f.source = 'pool' AND f.state = 'landed' AND f.updated_at > p.after), 0)
+		FROM unnest($1::text[], $2::timestamptz[]) AS p(address, after)`, addrs, after).
+		Query(func(rows pgx.Rows) error {
+			defer rows.Close()
+			for rows.Next() {
+				var a string
+				var n int64
+				if err := rows.Scan(&a, &n); err != nil {
+					return err
+				}
+				inflight[a] = n
+			}
+			return rows.Err()
+		})
+	if err := tx.SendBatch(ctx, lock).Close(); err != nil {
+		return 0, 0, err
+	}
+	remaining := o.Amount
+	seq := 0
+	for _, a := range order {
+		fg, ours := figures[a]
+		if !ours {
+			continue
 		}
-		avail := (can - inflight) / tron.SunPerTRX * tron.SunPerTRX // delegations move whole TRX
+		avail := (fg.can - inflight[fg.pool.String()]) / tron.SunPerTRX * tron.SunPerTRX // delegations move whole TRX
 		if avail < tron.SunPerTRX {
 			continue
 		}
@@ -237,10 +264,8 @@ func (f *Flow) allocatePools(ctx context.Context, tx pgx.Tx, o orderstore.Row) (
 				continue
 			}
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO order_fills (order_id, seq, source, pool_address, amount, balance_sun, state)
-			VALUES ($1, $2, 'pool', $3, $4, $5, 'reserved')`, o.ID, seq, p.String(), amount, take); err != nil {
-			return 0, 0, err
-		}
+		b.Queue(`INSERT INTO order_fills (order_id, seq, source, pool_address, amount, balance_sun, state)
+			VALUES ($1, $2, 'pool', $3, $4, $5, 'reserved')`, o.ID, seq, fg.pool.String(), amount, take)
 		seq++
 		remaining -= amount
 		if remaining <= 0 {

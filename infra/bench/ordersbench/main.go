@@ -29,7 +29,7 @@
 // ORDERS_BENCH_RECEIVERS (1000), ORDERS_BENCH_EDGE_CONNS (16, the edge's pool_max_conns),
 // ORDERS_BENCH_PGBENCH_CLIENTS (8), ORDERS_BENCH_PGBENCH_TIME (10s), PGBENCH (pgbench
 // binary), ORDERS_BENCH_CPUPROFILE (file: CPU profile of the closed-loop phase),
-// ORDERS_BENCH_TRACE_SQL (1: statements and their time per order on the edge's pool),
+// ORDERS_BENCH_TRACE_SQL (1: round trips, statements and their time per order on the edge's pool),
 // ORDERS_BENCH_LOG (warn: stage log level), ORDERS_BENCH_PROCESSOR (off: diagnostic run
 // without the order processor, to tell creation's cost from the rest of the pipeline's).
 package main
@@ -536,7 +536,7 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 	p.cfg, p.edgeAddr = cfg, cfg.HTTPAddr
 
 	// One pool per stage, as when each runs as its own binary; the edge's is sized by
-	// ORDERS_BENCH_EDGE_CONNS (pool_max_conns), the others keep pgx's default.
+	// ORDERS_BENCH_EDGE_CONNS (pool_max_conns), the others as their binaries size them.
 	ctx, cancel := context.WithCancel(parent)
 	p.cancel = cancel
 	connect := func(dsn string, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
@@ -563,8 +563,14 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 	if err != nil {
 		return p, err
 	}
-	stagePool := func() (*pgxpool.Pool, error) { return connect(dsn, nil) }
-	if p.setupPool, err = stagePool(); err != nil {
+	// A stage's pool is sized as its binary sizes it (stages.PoolConns).
+	stagePool := func(binary string) (*pgxpool.Pool, error) {
+		if n := stages.PoolConns[binary]; n > 0 {
+			return connect(withParam(dsn, "pool_max_conns", strconv.Itoa(int(n))), nil)
+		}
+		return connect(dsn, nil)
+	}
+	if p.setupPool, err = stagePool(""); err != nil {
 		return p, err
 	}
 	p.rdb, err = redisx.Connect(ctx, cfg.RedisURL)
@@ -597,14 +603,14 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 		{"pricer", func(pool *pgxpool.Pool) (stages.Runner, error) {
 			return stages.Pricer(cfg, pool, p.rdb, producer, log, reg)
 		}},
-		{"processor", func(pool *pgxpool.Pool) (stages.Runner, error) { return stages.Processor(cfg, pool, log, reg) }},
+		{"orderflow", func(pool *pgxpool.Pool) (stages.Runner, error) { return stages.Processor(cfg, pool, log, reg) }},
 	}
 	if st.noProcessor {
 		builds = builds[:len(builds)-1]
 		say("diagnostic run: ORDERS_BENCH_PROCESSOR=off, orders stay created")
 	}
 	for _, b := range builds {
-		pool, err := stagePool()
+		pool, err := stagePool(b.name)
 		if err != nil {
 			return p, err
 		}
@@ -1127,8 +1133,9 @@ type sqlStats struct {
 }
 
 type sqlStat struct {
-	n     int
-	total time.Duration
+	n          int // round trips
+	statements int
+	total      time.Duration
 }
 
 type traceKey struct{}
@@ -1158,19 +1165,54 @@ func (s *sqlStats) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQu
 	if !ok {
 		return
 	}
-	el := time.Since(ts.at)
+	s.add(ts.sql, time.Since(ts.at), 1)
+}
+
+// Batches (pgx.Batch: several statements in one round trip) are recorded as one entry
+// named after their statements.
+type batchKey struct{}
+
+type batchTrace struct {
+	at   time.Time
+	sqls []string
+}
+
+func (s *sqlStats) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return context.WithValue(ctx, batchKey{}, &batchTrace{at: time.Now()})
+}
+
+func (s *sqlStats) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if bt, ok := ctx.Value(batchKey{}).(*batchTrace); ok {
+		sql := spaces.ReplaceAllString(strings.TrimSpace(d.SQL), " ")
+		if len(sql) > 40 {
+			sql = sql[:40]
+		}
+		bt.sqls = append(bt.sqls, sql)
+	}
+}
+
+func (s *sqlStats) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEndData) {
+	bt, ok := ctx.Value(batchKey{}).(*batchTrace)
+	if !ok {
+		return
+	}
+	s.add("[batch of "+strconv.Itoa(len(bt.sqls))+"] "+strings.Join(bt.sqls, " | "), time.Since(bt.at), len(bt.sqls))
+}
+
+func (s *sqlStats) add(sql string, el time.Duration, statements int) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.stats == nil {
 		s.stats = map[string]*sqlStat{}
 	}
-	st := s.stats[ts.sql]
+	st := s.stats[sql]
 	if st == nil {
 		st = &sqlStat{}
-		s.stats[ts.sql] = st
+		s.stats[sql] = st
 	}
 	st.n++
+	st.statements += statements
 	st.total += el
-	s.mu.Unlock()
 }
 
 func (s *sqlStats) report(orders int, say func(string, ...any)) {
@@ -1189,7 +1231,7 @@ func (s *sqlStats) report(orders int, say func(string, ...any)) {
 	merged := map[string]*sqlStat{}
 	for k, v := range s.stats {
 		sql := spaces.ReplaceAllString(strings.TrimSpace(k), " ")
-		if len(sql) > 90 {
+		if len(sql) > 90 && !strings.HasPrefix(sql, "[batch") {
 			sql = sql[:90]
 		}
 		m := merged[sql]
@@ -1198,16 +1240,19 @@ func (s *sqlStats) report(orders int, say func(string, ...any)) {
 			merged[sql] = m
 		}
 		m.n += v.n
+		m.statements += v.statements
 		m.total += v.total
 	}
+	var statements int
 	for k, v := range merged {
 		rows = append(rows, row{k, v})
 		n += v.n
+		statements += v.statements
 		total += v.total
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].st.total > rows[j].st.total })
-	say("edge SQL during the closed loop: %.1f statements per order, %.2f ms of statement time per order", float64(n)/float64(orders),
-		float64(total.Microseconds())/1000/float64(orders))
+	say("edge SQL during the closed loop: %.1f round trips (%.1f statements) per order, %.2f ms of round-trip time per order",
+		float64(n)/float64(orders), float64(statements)/float64(orders), float64(total.Microseconds())/1000/float64(orders))
 	for _, r := range rows {
 		say("  %6.2f/order  avg %6.2f ms  %s", float64(r.st.n)/float64(orders), float64(r.st.total.Microseconds())/1000/float64(r.st.n), r.sql)
 	}
