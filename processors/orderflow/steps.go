@@ -451,7 +451,16 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 	if _, err := tx.Exec(ctx, `UPDATE orders SET delegate_hashes = $2, updated_at = now() WHERE id = $1`, o.ID, hashes); err != nil {
 		return false, nil, err
 	}
-	return true, nil, f.setStatus(ctx, tx, o, orders.Delegated, now.Add(f.o.LandGrace))
+	// Settling at once is worth a step only when a delegation's block result is already
+	// in: otherwise its chain fact, applied after this commit, advances the order (and the
+	// LandGrace timer covers a fact that never comes).
+	settleNow := false
+	for _, j := range js {
+		if j.Purpose == purposeDelegate && j.settled() {
+			settleNow = true
+		}
+	}
+	return settleNow, nil, f.setStatus(ctx, tx, o, orders.Delegated, now.Add(f.o.LandGrace))
 }
 
 // maxDelegateAttempts bounds how often one fill's delegation is signed.
