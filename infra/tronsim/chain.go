@@ -247,7 +247,7 @@ func (s *Sim) chainTime(num int64) int64 {
 }
 
 func (s *Sim) ctxFor(num int64) execCtx {
-	return execCtx{now: s.chainTime(num - 1), num: num, p: s.opts.Params, usdt: s.opts.USDTContract}
+	return execCtx{now: s.chainTime(num - 1), num: num, p: s.opts.Params, usdt: s.opts.USDTContract, deep: s.deepLocked()}
 }
 
 // view is the state validations read: pending effects included. Do not mutate it.
@@ -266,6 +266,7 @@ func (s *Sim) pendLocked() *state {
 	}
 	s.pend = s.confirmed.clone()
 	ctx := s.ctxFor(s.head().Num + 1)
+	s.pend.endDeepRentals(ctx.now)
 	for _, list := range [][]*txRecord{s.heldRecs(), s.pending} {
 		for _, r := range list {
 			ctx.feeLimit = r.Data.FeeLimit
@@ -364,6 +365,7 @@ func (s *Sim) mineOneLocked() {
 	}
 	s.held = keep
 	ctx := s.ctxFor(num)
+	s.confirmed.endDeepRentals(ctx.now)
 	var txs []*txRecord
 	for _, r := range candidates {
 		if r.Data.Expiration <= ts {

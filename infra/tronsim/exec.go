@@ -48,6 +48,7 @@ type execCtx struct {
 	num  int64 // number of the block the transaction lands in
 	p    ChainParams
 	usdt tron.Address
+	deep DeepReserve // the deep reserve's terms (deep.go)
 	// feeLimit is the transaction's fee_limit (SUN), for smart-contract calls.
 	feeLimit int64
 }
@@ -484,6 +485,9 @@ func (s *state) execTrigger(ctx execCtx, c *tron.TriggerSmartContract, net int64
 	owner, ok := s.Accounts[c.OwnerAddress]
 	if c.OwnerAddress.IsZero() || !ok {
 		return execResult{}, invalid("Validate InternalTransfer error, no OwnerAccount.")
+	}
+	if c.ContractAddress == DeepReserveContract() {
+		return s.execDeepRent(ctx, c, net)
 	}
 	if c.ContractAddress != ctx.usdt {
 		return execResult{}, invalid("No contract or not a smart contract")

@@ -44,6 +44,7 @@ type snapshot struct {
 	USDT         map[tron.Address]int64   `json:"usdt"`
 	StakedEnergy int64                    `json:"staked_energy"`
 	StakedNet    int64                    `json:"staked_bandwidth"`
+	DeepRentals  []deepRental             `json:"deep_rentals,omitempty"`
 	Pending      []txLine                 `json:"pending,omitempty"`
 	Held         []heldLine               `json:"held,omitempty"`
 }
@@ -166,6 +167,7 @@ func (st *store) load(s *Sim, snap *snapshot) error {
 		cs.Delegations[d.key()] = d
 	}
 	cs.StakedEnergy, cs.StakedBandwidth = snap.StakedEnergy, snap.StakedNet
+	cs.DeepRentals = snap.DeepRentals
 	s.confirmed = cs
 	for _, tl := range snap.Pending {
 		rec, err := tl.record()
@@ -299,6 +301,7 @@ func (st *store) saveState(s *Sim) error {
 		StakedEnergy: s.confirmed.StakedEnergy,
 		StakedNet:    s.confirmed.StakedBandwidth,
 		Delegations:  s.confirmed.delegationsOf(tron.Address{}, tron.Address{}),
+		DeepRentals:  s.confirmed.DeepRentals,
 	}
 	for _, r := range s.pending {
 		snap.Pending = append(snap.Pending, lineOf(r))

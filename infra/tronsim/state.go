@@ -1,6 +1,7 @@
 package tronsim
 
 import (
+	"slices"
 	"maps"
 	"math/bits"
 	"sort"
@@ -68,6 +69,8 @@ type state struct {
 	// Stakes made inside the simulator (SUN), the variable part of the total weights.
 	StakedEnergy    int64
 	StakedBandwidth int64
+	// DeepRentals are the deep reserve's live rentals (deep.go), returned when they end.
+	DeepRentals []deepRental
 }
 
 func newState() *state {
@@ -85,6 +88,7 @@ func (s *state) clone() *state {
 		USDT:            maps.Clone(s.USDT),
 		StakedEnergy:    s.StakedEnergy,
 		StakedBandwidth: s.StakedBandwidth,
+		DeepRentals:     slices.Clone(s.DeepRentals),
 	}
 }
 
