@@ -1,9 +1,9 @@
 package tronsim
 
 import (
-	"slices"
 	"maps"
 	"math/bits"
+	"slices"
 	"sort"
 
 	"rental/infra/tron"
