@@ -35,10 +35,18 @@ func OrderFlow(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prom
 	for _, slug := range slices.Sorted(maps.Keys(cfg.Pricing.Providers)) {
 		providers = append(providers, supply.NewHTTPProvider(slug, cfg.Pricing.Providers[slug], &http.Client{Timeout: 10 * time.Second}))
 	}
+	node := tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(5*time.Second))
+	// The deep reserve the pricer books (Supply) is the one the processor rents from; the
+	// first pool pays for the rentals.
+	var deep orderflow.DeepReserve
+	if cfg.Network.SellsOwnStake() && !cfg.Pricing.DeepContract.IsZero() && len(cfg.PoolKeys) > 0 {
+		deep = supply.NewDeepReserve(node, cfg.Pricing.DeepContract, cfg.PoolKeys[0].Address())
+	}
 	return orderflow.New(orderflow.Options{
 		Providers:     providers,
+		Deep:          deep,
 		Pool:          pool,
-		Node:          tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(5*time.Second)),
+		Node:          node,
 		Ledger:        led,
 		Network:       cfg.Network,
 		Pools:         cfg.PoolKeys,

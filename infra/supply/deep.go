@@ -15,8 +15,10 @@ import (
 //
 //	availableEnergy() returns (uint256)
 //	rentalPrice(uint256 amount, uint256 seconds) returns (uint256 totalSun)
+//	rent(address receiver, uint256 amount, uint256 seconds) payable
 //
-// through triggerconstantcontract (no transaction, no fee). The simulator deploys one at
+// through triggerconstantcontract (no transaction, no fee); the order processor rents with
+// a signed rent call (RentCall). The simulator deploys one at
 // tronsim.DeepReserveContract(). Deep supply is energy only.
 type DeepReserve struct {
 	node     Node
@@ -37,6 +39,7 @@ func NewDeepReserve(node Node, contract, caller tron.Address) *DeepReserve {
 var (
 	selAvailableEnergy = tron.Keccak256([]byte("availableEnergy()"))[:4]
 	selRentalPrice     = tron.Keccak256([]byte("rentalPrice(uint256,uint256)"))[:4]
+	selRent            = tron.Keccak256([]byte("rent(address,uint256,uint256)"))[:4]
 )
 
 // Offers are the deep offers for the given tiers: the same available energy at each tier's
@@ -74,6 +77,43 @@ func (d *DeepReserve) Offers(ctx context.Context, tiers []pricing.Tier) ([]prici
 			Resource: pricing.Energy, Tier: t, Cost: pricing.Centisun(c.Int64()), Amount: amount})
 	}
 	return out, nil
+}
+
+// Contract is the rental contract's address: the address its delegations come from.
+func (d *DeepReserve) Contract() tron.Address { return d.contract }
+
+// Available is the energy the contract can rent now.
+func (d *DeepReserve) Available(ctx context.Context) (int64, error) {
+	v, err := d.call(ctx, selAvailableEnergy)
+	if err != nil {
+		return 0, fmt.Errorf("supply: deep availableEnergy: %w", err)
+	}
+	if !v.IsInt64() {
+		return 1<<62 - 1, nil
+	}
+	return v.Int64(), nil
+}
+
+// RentalPrice is what renting amount energy for seconds costs now (SUN).
+func (d *DeepReserve) RentalPrice(ctx context.Context, amount, seconds int64) (int64, error) {
+	data := append(append(append([]byte{}, selRentalPrice...), word(amount)...), word(seconds)...)
+	v, err := d.call(ctx, data)
+	if err != nil {
+		return 0, fmt.Errorf("supply: deep rentalPrice: %w", err)
+	}
+	if !v.IsInt64() || v.Sign() <= 0 {
+		return 0, fmt.Errorf("supply: deep rentalPrice: unusable price %s", v)
+	}
+	return v.Int64(), nil
+}
+
+// RentCall is the call data of rent(receiver, amount, seconds): the payable call that rents
+// amount energy to receiver for seconds (call_value: RentalPrice).
+func (d *DeepReserve) RentCall(receiver tron.Address, amount, seconds int64) []byte {
+	data := append([]byte{}, selRent...)
+	data = append(data, make([]byte, 12)...)
+	data = append(data, receiver[1:]...)
+	return append(append(data, word(amount)...), word(seconds)...)
 }
 
 func (d *DeepReserve) call(ctx context.Context, data []byte) (*big.Int, error) {

@@ -44,6 +44,16 @@ type Node interface {
 	GetTransactionInfoByID(ctx context.Context, txid string) (*tron.TransactionInfo, error)
 	GetNowBlock(ctx context.Context) (*tron.Block, error)
 	GetTransactionByID(ctx context.Context, txid string) (*tron.Transaction, error)
+	TriggerSmartContract(ctx context.Context, t *tron.TriggerSmartContract, feeLimit int64) (*tron.Transaction, error)
+}
+
+// DeepReserve is the on-chain rental contract of the order book's deep class, the last
+// source an order is filled from; *supply.DeepReserve is one.
+type DeepReserve interface {
+	Contract() tron.Address
+	Available(ctx context.Context) (int64, error)
+	RentalPrice(ctx context.Context, amount, seconds int64) (int64, error)
+	RentCall(receiver tron.Address, amount, seconds int64) []byte
 }
 
 // Provider is a market provider that delivers orders itself; *supply.HTTPProvider is one.
@@ -66,6 +76,11 @@ type Options struct {
 	// them (in this order). On a network that does not sell own stake (nile) they are the
 	// only supply.
 	Providers []Provider
+	// Deep is the deep reserve: energy neither the pools nor the providers can deliver is
+	// rented from it (the first pool pays the contract), on networks that sell own stake.
+	// Nil: no deep fills. DeepFeeLimit is the rent call's fee limit (default 100 TRX).
+	Deep         DeepReserve
+	DeepFeeLimit int64
 	// MarginBps is added to the staked balance a delegation needs, against the drift of
 	// the network's energy weight between allocation and inclusion (default 50 = 0.5 %).
 	MarginBps int64
@@ -109,6 +124,9 @@ func New(o Options) (*Flow, error) {
 	}
 	if o.MarginBps <= 0 {
 		o.MarginBps = 50
+	}
+	if o.DeepFeeLimit <= 0 {
+		o.DeepFeeLimit = 100 * tron.SunPerTRX
 	}
 	if o.LandGrace <= 0 {
 		o.LandGrace = 90 * time.Second

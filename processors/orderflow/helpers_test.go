@@ -52,6 +52,7 @@ type env struct {
 	t         *testing.T
 	net       network.Network
 	providers []Provider
+	deep      DeepReserve
 	db        *testenv.DB
 	brokers   string
 	sim       *tronsim.Sim
@@ -154,7 +155,7 @@ func (e *env) startFlowReturning() *Flow {
 
 func (e *env) runFlow() (*Flow, func()) {
 	e.t.Helper()
-	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools, Providers: e.providers,
+	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools, Providers: e.providers, Deep: e.deep,
 		LandGrace: 2 * time.Second, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Now: e.clock.Now, Logger: quiet(),
 		Registerer: prometheus.NewRegistry()})
 	if err != nil {

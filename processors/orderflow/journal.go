@@ -87,21 +87,21 @@ func latest(js []journalRow, purpose string, fillSeq int) (journalRow, bool) {
 	return out, found
 }
 
-// sign has the node build the transaction for contract, checks it against the contract,
+// sign has the node build the transaction for intent, checks it against the intent,
 // signs it with the owner's pool key, and journals it in tx together with the chain
 // follower's tracking of its id. Nothing is broadcast here: the caller broadcasts after
 // tx commits, so a transaction on the wire always has its journal row.
 func (f *Flow) sign(ctx context.Context, tx pgx.Tx, o orderstore.Row, purpose string, fillSeq, attempt int,
-	contract tron.Contract, build func(context.Context) (*tron.Transaction, error)) (journalRow, error) {
-	key, ok := f.byAddr[contract.Owner()]
+	intent tron.Intent, build func(context.Context) (*tron.Transaction, error)) (journalRow, error) {
+	key, ok := f.byAddr[intent.Contract.Owner()]
 	if !ok {
-		return journalRow{}, fmt.Errorf("no key for pool %s", contract.Owner())
+		return journalRow{}, fmt.Errorf("no key for pool %s", intent.Contract.Owner())
 	}
 	built, err := build(ctx)
 	if err != nil {
 		return journalRow{}, fmt.Errorf("build %s: %w", purpose, err)
 	}
-	raw, err := tron.CheckBuilt(built, tron.Intent{Contract: contract})
+	raw, err := tron.CheckBuilt(built, intent)
 	if err != nil {
 		return journalRow{}, fmt.Errorf("node-built %s transaction refused: %w", purpose, err)
 	}

@@ -18,10 +18,16 @@ import (
 	"rental/schemas/apierr"
 )
 
+// Fill sources besides the providers' slugs.
+const (
+	sourcePool = "pool" // one of our stake pools delegates
+	sourceDeep = "deep" // rented from the deep reserve contract (Pool is the contract)
+)
+
 // fill is one part of an order: who delivers how much.
 type fill struct {
 	Seq        int
-	Source     string       // "pool" or a provider's slug
+	Source     string       // sourcePool, sourceDeep or a provider's slug
 	Pool       tron.Address // the address delegating: our pool or the provider's
 	Amount     int64        // resource units
 	BalanceSun int64        // staked TRX delegated for them
@@ -99,16 +105,71 @@ func (f *Flow) allocate(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 			VALUES ($1, $2, $3, $4, 0, 'reserved')`, o.ID, seq, f.o.Providers[0].Slug(), remaining)
 		seq++
 	}
+	filledBy := orders.FilledByPool
+	if remaining > 0 && len(f.o.Providers) == 0 {
+		// Without providers the deep reserve is next (with providers, it takes what the
+		// last of them cannot deliver: buyFromProvider).
+		queued, err := f.queueDeepFill(ctx, tx, b, o, seq, remaining)
+		if err != nil {
+			return false, nil, err
+		}
+		if queued {
+			seq++
+			filledBy = orders.FilledByDeep
+		}
+	}
 	if seq == 0 {
 		return true, nil, f.fail(ctx, tx, o, apierr.InsufficientSupply, "neither the stake pools nor the providers could fill the order when it was allocated")
 	}
 	b.Queue(`UPDATE orders SET filled_by = $2, status = 'allocating', next_due_at = $3, updated_at = now() WHERE id = $1`,
-		o.ID, orders.FilledByPool, now.Add(30*time.Second))
+		o.ID, filledBy, now.Add(30*time.Second))
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return false, nil, err
 	}
 	f.transitions.WithLabelValues(string(orders.Allocating)).Inc()
 	return true, nil, nil
+}
+
+// queueDeepFill queues a fill of up to amount energy from the deep reserve as fill seq,
+// and reports whether it did: only for energy, on a network selling own stake, with the
+// contract configured and energy left in it beyond the deep fills still in flight. A
+// contract that cannot be read is treated as empty (the part goes undelivered and is
+// refunded), not as an error that would hold the order up. Two processors renting the
+// last energy at once are possible (fills are not locked against each other outside the
+// allocation); the rent that loses reverts, and its fill fails like any refused delegation.
+func (f *Flow) queueDeepFill(ctx context.Context, q pgx.Tx, b *pgx.Batch, o orderstore.Row, seq int, amount int64) (bool, error) {
+	if f.o.Deep == nil || o.Resource != orders.Energy || !o.Network.SellsOwnStake() || len(f.o.Pools) == 0 || o.DurationSeconds == nil {
+		return false, nil
+	}
+	avail, err := f.o.Deep.Available(ctx)
+	if err != nil {
+		f.log.Warn("deep reserve unreadable; the order's rest is not delivered", "order", o.ID, "err", err)
+		return false, nil
+	}
+	var inflight int64
+	if err := q.QueryRow(ctx, `SELECT coalesce(sum(amount), 0) FROM order_fills WHERE source = $1 AND state IN ('reserved', 'broadcast')`,
+		sourceDeep).Scan(&inflight); err != nil {
+		return false, err
+	}
+	take := min(amount, avail-inflight)
+	if take <= 0 {
+		return false, nil
+	}
+	res, err := f.chain.weights(ctx, f.o.Node, f.o.Pools[0].Address(), f.o.Now())
+	if err != nil {
+		return false, fmt.Errorf("read network weights: %w", err)
+	}
+	limit, weight := perUnit(res, o.Resource)
+	balance, err := tron.BalanceForEnergy(take, limit, weight)
+	if err != nil {
+		return false, err
+	}
+	// What the contract is expected to delegate (it rounds up to whole TRX at its block's
+	// weights; verification allows the drift margin).
+	balance = (balance + tron.SunPerTRX - 1) / tron.SunPerTRX * tron.SunPerTRX
+	b.Queue(`INSERT INTO order_fills (order_id, seq, source, pool_address, amount, balance_sun, state)
+		VALUES ($1, $2, $3, $4, $5, $6, 'reserved')`, o.ID, seq, sourceDeep, f.o.Deep.Contract().String(), take, balance)
+	return true, nil
 }
 
 // buyFromProvider delivers a provider fill: the provider delegates from its own stake and
@@ -142,7 +203,19 @@ func (f *Flow) buyFromProvider(ctx context.Context, tx pgx.Tx, o orderstore.Row,
 				SELECT $1, max(seq) + 1, $2, $3, 0, 'reserved' FROM order_fills WHERE order_id = $1`, o.ID, f.o.Providers[next].Slug(), fl.Amount)
 			return err
 		}
-		return nil
+		// The last provider is sold out: the deep reserve is the last source.
+		var seq int
+		if err := tx.QueryRow(ctx, `SELECT max(seq) + 1 FROM order_fills WHERE order_id = $1`, o.ID).Scan(&seq); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		queued, err := f.queueDeepFill(ctx, tx, b, o, seq, fl.Amount)
+		if err != nil || !queued {
+			return err
+		}
+		b.Queue(`UPDATE orders SET filled_by = $2 WHERE id = $1 AND (filled_by IS NULL OR filled_by = $3)`,
+			o.ID, orders.FilledByDeep, orders.FilledByPool)
+		return tx.SendBatch(ctx, b).Close()
 	}
 	if err != nil {
 		return fmt.Errorf("provider %s: %w", p.Slug(), err)
@@ -326,7 +399,7 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 			}
 			owner := f.o.Pools[0].Address()
 			c := &tron.AccountCreateContract{OwnerAddress: owner, AccountAddress: receiver}
-			j, err = f.sign(ctx, tx, o, purposeActivate, -1, attempt, c, func(ctx context.Context) (*tron.Transaction, error) {
+			j, err = f.sign(ctx, tx, o, purposeActivate, -1, attempt, tron.Intent{Contract: c}, func(ctx context.Context) (*tron.Transaction, error) {
 				return f.o.Node.CreateAccount(ctx, c)
 			})
 			if err != nil {
@@ -373,7 +446,7 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 		if fl.State != "reserved" {
 			continue
 		}
-		if fl.Source != "pool" {
+		if fl.Source != sourcePool && fl.Source != sourceDeep {
 			if err := f.buyFromProvider(ctx, tx, o, fl); err != nil {
 				return false, nil, err
 			}
@@ -391,15 +464,14 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 			if ok {
 				attempt = j.Attempt + 1
 			}
-			lock, err := orders.LockPeriodBlocks(*o.DurationSeconds, f.lockCap)
-			if err != nil {
+			intent, build, err := f.delegation(ctx, o, fl, receiver)
+			if errors.Is(err, errUndeliverable) {
 				return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, err.Error())
 			}
-			c := &tron.DelegateResourceContract{OwnerAddress: fl.Pool, Resource: resourceCode(o.Resource), Balance: fl.BalanceSun,
-				ReceiverAddress: receiver, Lock: true, LockPeriod: lock}
-			j, err = f.sign(ctx, tx, o, purposeDelegate, fl.Seq, attempt, c, func(ctx context.Context) (*tron.Transaction, error) {
-				return f.o.Node.DelegateResource(ctx, c)
-			})
+			if err != nil {
+				return false, nil, err
+			}
+			j, err = f.sign(ctx, tx, o, purposeDelegate, fl.Seq, attempt, intent, build)
 			if err != nil {
 				var ne *tron.NodeError
 				if errors.As(err, &ne) && ne.Code != "" {
@@ -461,6 +533,40 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 		}
 	}
 	return settleNow, nil, f.setStatus(ctx, tx, o, orders.Delegated, now.Add(f.o.LandGrace))
+}
+
+// errUndeliverable marks a fill that can never be delegated as ordered.
+var errUndeliverable = errors.New("undeliverable")
+
+// delegation is the transaction that delivers a fill: a delegation from one of our pools
+// locked for the tier, or a rent call of the deep reserve paid by the first pool (the
+// contract delegates from its own address, locked for the tier, and takes it back itself).
+func (f *Flow) delegation(ctx context.Context, o orderstore.Row, fl fill, receiver tron.Address) (tron.Intent,
+	func(context.Context) (*tron.Transaction, error), error) {
+	if fl.Source == sourceDeep {
+		if f.o.Deep == nil || len(f.o.Pools) == 0 {
+			return tron.Intent{}, nil, fmt.Errorf("%w: the deep reserve is not configured", errUndeliverable)
+		}
+		secs := *o.DurationSeconds
+		price, err := f.o.Deep.RentalPrice(ctx, fl.Amount, secs)
+		if err != nil {
+			return tron.Intent{}, nil, err
+		}
+		c := &tron.TriggerSmartContract{OwnerAddress: f.o.Pools[0].Address(), ContractAddress: f.o.Deep.Contract(),
+			CallValue: price, Data: f.o.Deep.RentCall(receiver, fl.Amount, secs)}
+		return tron.Intent{Contract: c, FeeLimit: f.o.DeepFeeLimit}, func(ctx context.Context) (*tron.Transaction, error) {
+			return f.o.Node.TriggerSmartContract(ctx, c, f.o.DeepFeeLimit)
+		}, nil
+	}
+	lock, err := orders.LockPeriodBlocks(*o.DurationSeconds, f.lockCap)
+	if err != nil {
+		return tron.Intent{}, nil, fmt.Errorf("%w: %v", errUndeliverable, err)
+	}
+	c := &tron.DelegateResourceContract{OwnerAddress: fl.Pool, Resource: resourceCode(o.Resource), Balance: fl.BalanceSun,
+		ReceiverAddress: receiver, Lock: true, LockPeriod: lock}
+	return tron.Intent{Contract: c}, func(ctx context.Context) (*tron.Transaction, error) {
+		return f.o.Node.DelegateResource(ctx, c)
+	}, nil
 }
 
 // maxDelegateAttempts bounds how often one fill's delegation is signed.
@@ -585,7 +691,12 @@ func (f *Flow) settle(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, a
 			continue
 		}
 		delivered += fl.Amount
-		byPool[fl.Pool] += fl.BalanceSun
+		if fl.Source == sourceDeep {
+			// The contract sized the delegation at its block's weights: allow the drift.
+			byPool[fl.Pool] += fl.BalanceSun * (10_000 - f.o.MarginBps) / 10_000
+		} else {
+			byPool[fl.Pool] += fl.BalanceSun
+		}
 		if j, ok := latest(js, purposeDelegate, fl.Seq); ok && j.BlockTime != nil && (firstBlock == nil || j.BlockTime.Before(*firstBlock)) {
 			t := *j.BlockTime
 			firstBlock = &t
@@ -733,8 +844,8 @@ func (f *Flow) returnStake(ctx context.Context, tx pgx.Tx, o orderstore.Row) (ha
 	done := true
 	own := 0
 	for _, fl := range fs {
-		if fl.Source != "pool" || (fl.State != "landed" && fl.State != "returned") {
-			continue // a provider takes its own delegation back
+		if fl.Source != sourcePool || (fl.State != "landed" && fl.State != "returned") {
+			continue // a provider or the deep reserve takes its own delegation back
 		}
 		own++
 		j, ok := latest(js, purposeUndelegate, fl.Seq)
@@ -750,7 +861,7 @@ func (f *Flow) returnStake(ctx context.Context, tx pgx.Tx, o orderstore.Row) (ha
 			}
 			c := &tron.UnDelegateResourceContract{OwnerAddress: fl.Pool, Resource: resourceCode(o.Resource), Balance: fl.BalanceSun,
 				ReceiverAddress: receiver}
-			j, err = f.sign(ctx, tx, o, purposeUndelegate, fl.Seq, attempt, c, func(ctx context.Context) (*tron.Transaction, error) {
+			j, err = f.sign(ctx, tx, o, purposeUndelegate, fl.Seq, attempt, tron.Intent{Contract: c}, func(ctx context.Context) (*tron.Transaction, error) {
 				return f.o.Node.UnDelegateResource(ctx, c)
 			})
 			if err != nil {

@@ -73,6 +73,10 @@ const (
 // FilledByPool is Record.FilledBy for an order delivered from the service's own stake.
 const FilledByPool = "own_pool"
 
+// FilledByDeep is Record.FilledBy for an order (partly) rented from the on-chain deep
+// reserve: its delegation is the contract's, which takes it back itself (reclaim is 3008).
+const FilledByDeep = "deep_reserve"
+
 // ActivationInfo is the activation part of the record and of order.confirmed.
 type ActivationInfo struct {
 	Performed bool    `json:"performed"`
