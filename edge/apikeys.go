@@ -214,34 +214,44 @@ func (a *KeyAuthenticator) lookup(ctx context.Context, keyID string, now time.Ti
 	a.mu.Lock()
 	ck, ok := a.cache[keyID]
 	a.mu.Unlock()
-	if ok && now.Sub(ck.at) < a.o.CacheTTL {
+	if age := now.Sub(ck.at); ok && age < a.o.CacheTTL {
+		// Past half its life the entry is refreshed in the background, so a key in use is
+		// read again before it expires and its requests never wait for Postgres; an entry
+		// is still never served older than CacheTTL (a revocation takes effect within it).
+		if age >= a.o.CacheTTL/2 {
+			a.group.DoChan(keyID, func() (any, error) { return a.fetch(context.WithoutCancel(ctx), keyID, now) })
+		}
 		return ck, ck.err
 	}
-	v, err, _ := a.group.Do(keyID, func() (any, error) {
-		k, err := a.o.Keys.KeyForAuth(context.WithoutCancel(ctx), keyID)
-		if err != nil && !errors.Is(err, accounts.ErrNotFound) {
-			return nil, err // not cached: the next request tries again
-		}
-		ck := cachedKey{key: k, err: err, at: now}
-		if err == nil {
-			ck.scopes = make(map[string]bool, len(k.Scopes))
-			for _, s := range k.Scopes {
-				ck.scopes[s] = true
-			}
-		}
-		a.mu.Lock()
-		if len(a.cache) >= maxKeyCache {
-			clear(a.cache) // crude bound; entries live seconds anyway
-		}
-		a.cache[keyID] = ck
-		a.mu.Unlock()
-		return ck, nil
-	})
+	v, err, _ := a.group.Do(keyID, func() (any, error) { return a.fetch(context.WithoutCancel(ctx), keyID, now) })
 	if err != nil {
 		return cachedKey{}, err
 	}
 	ck = v.(cachedKey)
 	return ck, ck.err
+}
+
+// fetch reads the key from Postgres and caches the answer (a missing key too), stamped
+// with now, the time of the request that asked.
+func (a *KeyAuthenticator) fetch(ctx context.Context, keyID string, now time.Time) (any, error) {
+	k, err := a.o.Keys.KeyForAuth(ctx, keyID)
+	if err != nil && !errors.Is(err, accounts.ErrNotFound) {
+		return nil, err // not cached: the next request tries again
+	}
+	ck := cachedKey{key: k, err: err, at: now}
+	if err == nil {
+		ck.scopes = make(map[string]bool, len(k.Scopes))
+		for _, s := range k.Scopes {
+			ck.scopes[s] = true
+		}
+	}
+	a.mu.Lock()
+	if len(a.cache) >= maxKeyCache {
+		clear(a.cache) // crude bound; entries live seconds anyway
+	}
+	a.cache[keyID] = ck
+	a.mu.Unlock()
+	return ck, nil
 }
 
 // Forget drops a key from this replica's cache (after a change made through this replica).

@@ -1,0 +1,105 @@
+package edge
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"rental/infra/accounts"
+	"rental/schemas/network"
+)
+
+// keyStore counts reads and answers the key with the scopes set last.
+type keyStore struct {
+	mu     sync.Mutex
+	reads  int
+	scopes []string
+}
+
+func (s *keyStore) KeyForAuth(_ context.Context, id string) (accounts.AuthKey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	return accounts.AuthKey{Key: accounts.Key{ID: id, Scopes: append([]string(nil), s.scopes...)}}, nil
+}
+
+func (s *keyStore) TouchKey(context.Context, string) error { return nil }
+
+func (s *keyStore) set(scopes ...string) {
+	s.mu.Lock()
+	s.scopes = scopes
+	s.mu.Unlock()
+}
+
+func (s *keyStore) count() int { s.mu.Lock(); defer s.mu.Unlock(); return s.reads }
+
+type noReplay struct{}
+
+func (noReplay) Remember(context.Context, string, []byte) (bool, error) { return true, nil }
+
+// A key in use is read again in the background past half its cache life, so requests keep
+// being served from the cache, with what the store says now; an entry nobody refreshed is
+// never served past CacheTTL.
+func TestKeyCacheRefreshesAheadAndNeverServesPastItsLife(t *testing.T) {
+	store := &keyStore{scopes: []string{"orders.read"}}
+	const ttl = time.Second
+	a, err := NewKeyAuthenticator(KeyAuthOptions{Network: network.Nile, Keys: store, Replay: noReplay{},
+		Logger: slog.New(slog.DiscardHandler), CacheTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	t0 := time.Now()
+	scopesAt := func(at time.Time) []string {
+		t.Helper()
+		ck, err := a.lookup(ctx, "ak_test_x", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ck.key.Scopes
+	}
+	scopesAt(t0)
+	if store.count() != 1 {
+		t.Fatalf("%d reads for the first request", store.count())
+	}
+	store.set("orders.write")
+	// Young entry: served, nothing read.
+	if got := scopesAt(t0.Add(ttl / 4)); got[0] != "orders.read" || store.count() != 1 {
+		t.Fatalf("young entry: scopes %v after %d reads", got, store.count())
+	}
+	// Past half its life: still served at once, and read again in the background.
+	if got := scopesAt(t0.Add(ttl * 6 / 10)); got[0] != "orders.read" {
+		t.Fatalf("half-life entry served %v", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for store.count() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("no background refresh past half the entry's life")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The refreshed entry (stamped when the refresh was asked) is what the next requests
+	// get, past the first entry's life, without another read.
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		got := scopesAt(t0.Add(ttl * 105 / 100)) // younger than half its life: no refresh
+		if got[0] == "orders.write" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("refreshed entry not used: %v", got)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if store.count() != 2 {
+		t.Fatalf("%d reads, want the first and the background one", store.count())
+	}
+	// Nobody asked during the refreshed entry's second half: past its life it is read
+	// again before it is served.
+	store.set("account.read")
+	if got := scopesAt(t0.Add(ttl*6/10 + ttl + time.Millisecond)); got[0] != "account.read" || store.count() != 3 {
+		t.Fatalf("expired entry: scopes %v after %d reads", got, store.count())
+	}
+}
