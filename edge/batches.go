@@ -494,7 +494,7 @@ func (m *Batches) cancelBatch(ctx context.Context, tx pgx.Tx, rc *fasthttp.Reque
 		if gerr != nil {
 			return TxResult{}, gerr
 		}
-		return TxResult{}, apierr.OrderInTerminalState.New("the batch has finished (" + string(b.Status) + "); nothing is left to cancel").
+		return TxResult{}, apierr.OrderInTerminalState.New("the batch has finished ("+string(b.Status)+"); nothing is left to cancel").
 			With("status", string(b.Status))
 	case errors.As(err, &ni):
 		return TxResult{}, Invalid("receivers", "not_in_batch", "not receivers of this batch").With("receivers", ni.Receivers)
