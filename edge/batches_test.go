@@ -35,10 +35,14 @@ type batchesEnv struct {
 	key     accounts.CreatedKey
 }
 
-func newBatchesEnv(t *testing.T, opt func(*BatchesOptions)) *batchesEnv {
+func newBatchesEnv(t *testing.T, opt func(*BatchesOptions), orderOpt ...func(*OrdersOptions)) *batchesEnv {
 	t.Helper()
 	be := &batchesEnv{}
-	be.ordersEnv = newOrdersEnv(t, nil, func(oe *ordersEnv, o *Options) {
+	var oopt func(*OrdersOptions)
+	if len(orderOpt) > 0 {
+		oopt = orderOpt[0]
+	}
+	be.ordersEnv = newOrdersEnv(t, oopt, func(oe *ordersEnv, o *Options) {
 		bo := BatchesOptions{Orders: oe.orders}
 		if opt != nil {
 			opt(&bo)
@@ -591,4 +595,60 @@ func TestBatchProcessorStoppedMidBatchPlacesEachOnce(t *testing.T) {
 	be.startProcessor(t, 2, 0)
 	be.waitNoPending(t, id, 30*time.Second)
 	be.checkOnce(t, id, rs)
+}
+
+// The account's in-flight limit (1101) holds a receiver back instead of failing it: it
+// stays pending, is tried again, and can still be cancelled.
+func TestBatchReceiverAtTheInFlightLimitWaits(t *testing.T) {
+	be := newBatchesEnv(t, nil, func(o *OrdersOptions) { o.MaxInFlight = 2 })
+	be.fund(t, be.acct.ID, 100*perReceiverSun)
+	rs := receivers(t, 4)
+	id := be.post(t, batchJSON("inflight", rs, nil)).json["id"].(string)
+	be.startProcessor(t, 1, 0)
+	deadline := time.Now().Add(15 * time.Second)
+	for be.count(t, `SELECT count(*) FROM batch_receivers WHERE batch_id = $1 AND state = 'pending' AND attempts >= 2`, id) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("receivers beyond the in-flight limit were not retried: %+v", be.record(t, id).Receivers)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b := be.record(t, id)
+	if b.Summary["failed"] != 0 || b.Receivers[0].Status != "placed" || b.Receivers[1].Status != "placed" ||
+		b.Receivers[2].Status != "pending" || b.Receivers[3].Status != "pending" {
+		t.Fatalf("receivers %+v", b.Receivers)
+	}
+	r := be.signed(t, be.key, "POST", "/v1/batches/"+id+"/cancel", "")
+	checkFields(t, r, 200, map[string]any{"status": "processing"})
+	if b := be.record(t, id); b.Summary["cancelled"] != 2 || b.Receivers[2].Status != "cancelled" || b.Receivers[3].Status != "cancelled" {
+		t.Fatalf("after cancel %+v", b)
+	}
+	if n := be.count(t, `SELECT count(*) FROM orders WHERE batch_id = $1`, id); n != 2 {
+		t.Fatalf("%d orders", n)
+	}
+}
+
+// Without fresh prices (the pricer stopped: 5003) receivers wait instead of failing, and
+// are placed once prices are back.
+func TestBatchWaitsOutAPricingOutage(t *testing.T) {
+	be := newBatchesEnv(t, nil)
+	be.fund(t, be.acct.ID, 10*perReceiverSun)
+	rs := receivers(t, 2)
+	id := be.post(t, batchJSON("outage", rs, nil)).json["id"].(string)
+	be.clock.add(2 * time.Minute) // past the snapshot's valid_until
+	be.startProcessor(t, 1, 0)
+	deadline := time.Now().Add(15 * time.Second)
+	for be.count(t, `SELECT count(*) FROM batch_receivers WHERE batch_id = $1 AND state = 'pending' AND attempts >= 1`, id) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no placement attempt met the outage: %+v", be.record(t, id).Receivers)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if b := be.record(t, id); b.Summary["failed"] != 0 || b.Receivers[0].Status != "pending" {
+		t.Fatalf("during the outage %+v", b)
+	}
+	be.clock.add(-2 * time.Minute)
+	b := be.waitNoPending(t, id, 15*time.Second)
+	if b.Receivers[0].Status != "placed" || b.Receivers[1].Status != "placed" {
+		t.Fatalf("after the outage %+v", b.Receivers)
+	}
 }

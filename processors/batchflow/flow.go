@@ -80,6 +80,11 @@ type Options struct {
 	// RetryEvery is how long a receiver waits after a refusal that passes (1101 in-flight
 	// limit, 4004 ledger conflict) or a database error before it is tried again (default 1 s).
 	RetryEvery time.Duration
+	// ChainRetries is how many placements of one receiver may meet 5003 chain_unavailable
+	// (no fresh price snapshot, the node cannot tell the receiver's activation) before the
+	// receiver fails with it (default 60, a minute at RetryEvery's default): an outage of
+	// the pricer or the node delays a batch rather than failing all of it.
+	ChainRetries int
 	// SweepEvery is how often receivers whose order is decided are resolved without
 	// waiting for the order event (default 5 s).
 	SweepEvery time.Duration
@@ -115,6 +120,9 @@ func New(o Options) (*Flow, error) {
 	}
 	if o.SweepEvery <= 0 {
 		o.SweepEvery = 5 * time.Second
+	}
+	if o.ChainRetries <= 0 {
+		o.ChainRetries = 60
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -229,10 +237,11 @@ func (f *Flow) PlaceNext(ctx context.Context) (did bool, err error) {
 			// try the receiver again later rather than hold a worker on it.
 			result, retryErr = "retry", perr
 			return batchstore.Postpone(ctx, tx, c.BatchID, c.Index, now.Add(f.o.RetryEvery), now)
-		case refusal.Code == apierr.ConcurrencyLimited, refusal.Code == apierr.LedgerConflict:
+		case refusal.Code == apierr.ConcurrencyLimited, refusal.Code == apierr.LedgerConflict,
+			refusal.Code == apierr.ChainUnavailable && c.Attempts+1 < f.o.ChainRetries:
 			// Refusals that pass by themselves: the account's orders in flight get
-			// delivered, a colliding creation commits. The receiver stays pending (a
-			// cancel can still take it).
+			// delivered, a colliding creation commits, the pricer or the node comes back.
+			// The receiver stays pending (a cancel can still take it).
 			result = "retry"
 			return batchstore.Postpone(ctx, tx, c.BatchID, c.Index, now.Add(f.o.RetryEvery), now)
 		}
