@@ -2,8 +2,8 @@ package batchflow
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
