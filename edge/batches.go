@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"regexp"
 	"strconv"
 
@@ -245,20 +246,25 @@ func (m *Batches) parseBatchBody(rc *fasthttp.RequestCtx) (batchRequest, error) 
 			nr.Activate = *rb.Activate
 		}
 		if r.resource == pricing.Energy {
-			totalEnergy += nr.Amount // each at most int64 max / 100 apart: checked below per receiver
-			if nr.Amount > m.o.MaxTotalEnergy || totalEnergy > m.o.MaxTotalEnergy {
+			// The running sum saturates just above the cap, so no sum of client amounts
+			// can overflow.
+			if nr.Amount > m.o.MaxTotalEnergy || totalEnergy+nr.Amount > m.o.MaxTotalEnergy {
 				totalEnergy = m.o.MaxTotalEnergy + 1
+			} else {
+				totalEnergy += nr.Amount
 			}
 		}
 		r.receivers = append(r.receivers, nr)
 		r.overridden = append(r.overridden, rb.Amount != nil)
 	}
 	if totalEnergy > m.o.MaxTotalEnergy {
-		var sum int64
+		var sum int64 // for details: saturates instead of overflowing
 		for _, nr := range r.receivers {
-			if sum += nr.Amount; sum < 0 || sum > 1<<62 {
-				sum = 1 << 62
+			if sum > math.MaxInt64-nr.Amount {
+				sum = math.MaxInt64
+				break
 			}
+			sum += nr.Amount
 		}
 		return r, apierr.BatchTooLarge.Newf("the batch orders %d energy in total; a batch takes at most %d", sum, m.o.MaxTotalEnergy).
 			WithField("receivers").With("max_total_energy", m.o.MaxTotalEnergy).With("total_energy", sum).
