@@ -652,3 +652,41 @@ func TestBatchWaitsOutAPricingOutage(t *testing.T) {
 		t.Fatalf("after the outage %+v", b.Receivers)
 	}
 }
+
+// Receivers refused for reasons of the moment (here 3004: never activated, and the batch
+// did not ask to activate) fail with the order error; when nothing is delivered the batch
+// ends failed at once, with one batch.completed charging nothing.
+func TestBatchOfRefusedReceiversEndsFailed(t *testing.T) {
+	be := newBatchesEnv(t, nil)
+	be.fund(t, be.acct.ID, 100*perReceiverSun)
+	rs := receivers(t, 2)
+	id := be.post(t, batchJSON("refused", rs, map[string]any{"activate": false})).json["id"].(string)
+	be.startProcessor(t, 2, 0)
+	deadline := time.Now().Add(15 * time.Second)
+	var b batchRecord
+	for b = be.record(t, id); b.Status == "processing"; b = be.record(t, id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("batch still processing: %+v", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if b.Status != "failed" || b.Summary["failed"] != 2 || b.ChargedAmountSun != 0 || b.FinishedAt == nil {
+		t.Fatalf("batch %+v", b)
+	}
+	for i, r := range b.Receivers {
+		if r.Status != "failed" || r.OrderID != nil || r.Error == nil || r.Error.Code != 3004 || r.Error.Slug != "receiver_not_activated" ||
+			r.Error.Details["activate_amount_sun"] != float64(testActivationSun) {
+			t.Fatalf("receiver %d: %+v", i, r)
+		}
+	}
+	evs := be.batchCompleted(t, id)
+	if len(evs) != 1 {
+		t.Fatalf("%d batch.completed", len(evs))
+	}
+	if d := evs[0]["data"].(map[string]any); d["status"] != "failed" || d["charged_amount_sun"] != 0.0 {
+		t.Fatalf("batch.completed data %v", d)
+	}
+	if s := be.summary(t, be.acct.ID); s.ReservedSun != 0 || s.OrdersCreated != 0 {
+		t.Fatalf("refusals charged: %+v", s)
+	}
+}
