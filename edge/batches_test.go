@@ -690,3 +690,29 @@ func TestBatchOfRefusedReceiversEndsFailed(t *testing.T) {
 		t.Fatalf("refusals charged: %+v", s)
 	}
 }
+
+// A batch of an account suspended after creation places nothing: its receivers fail with
+// 1008, as every order of the account would.
+func TestBatchOfASuspendedAccountPlacesNothing(t *testing.T) {
+	be := newBatchesEnv(t, nil)
+	be.fund(t, be.acct.ID, 100*perReceiverSun)
+	id := be.post(t, batchJSON("suspended", receivers(t, 2), nil)).json["id"].(string)
+	if err := be.store.SetStatus(context.Background(), be.acct.ID, accounts.StatusSuspended); err != nil {
+		t.Fatal(err)
+	}
+	be.startProcessor(t, 1, 0)
+	be.waitNoPending(t, id, 15*time.Second)
+	var status string
+	if err := be.db.Pool.QueryRow(context.Background(), `SELECT status FROM batches WHERE id = $1`, id).Scan(&status); err != nil {
+		t.Fatal(err)
+	}
+	if status != "failed" {
+		t.Fatalf("batch %s", status)
+	}
+	if n := be.count(t, `SELECT count(*) FROM batch_receivers WHERE batch_id = $1 AND state = 'failed' AND (error->>'code')::int = 1008`, id); n != 2 {
+		t.Fatalf("%d receivers failed with 1008", n)
+	}
+	if n := be.count(t, `SELECT count(*) FROM orders WHERE batch_id = $1`, id); n != 0 {
+		t.Fatalf("%d orders placed for a suspended account", n)
+	}
+}

@@ -199,6 +199,9 @@ type Claimed struct {
 	Tier        string
 	MaxPriceSun *int64
 	Attempts    int
+	// AccountStatus is the account's status at the claim: a suspended or closed account
+	// places no orders.
+	AccountStatus string
 }
 
 // ClientOrderID is the client_order_id of the receiver's order: derived from the batch and
@@ -211,12 +214,12 @@ func ClaimDue(ctx context.Context, tx pgx.Tx, now time.Time) (Claimed, bool, err
 	var c Claimed
 	var netw string
 	err := tx.QueryRow(ctx, `SELECT r.batch_id, r.idx, b.account_id, b.network, r.receiver, r.amount, r.activate,
-			b.resource, b.tier, b.max_price_sun, r.attempts
-		FROM batch_receivers r JOIN batches b ON b.id = r.batch_id
+			b.resource, b.tier, b.max_price_sun, r.attempts, a.status
+		FROM batch_receivers r JOIN batches b ON b.id = r.batch_id JOIN accounts a ON a.id = b.account_id
 		WHERE r.state = 'pending' AND r.due_at <= $1
 		ORDER BY r.due_at, r.batch_id, r.idx LIMIT 1
 		FOR UPDATE OF r SKIP LOCKED`, now).Scan(&c.BatchID, &c.Index, &c.AccountID, &netw, &c.Receiver, &c.Amount,
-		&c.Activate, &c.Resource, &c.Tier, &c.MaxPriceSun, &c.Attempts)
+		&c.Activate, &c.Resource, &c.Tier, &c.MaxPriceSun, &c.Attempts, &c.AccountStatus)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil
 	}

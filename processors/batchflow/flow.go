@@ -222,7 +222,15 @@ func (f *Flow) PlaceNext(ctx context.Context) (did bool, err error) {
 			return err
 		}
 		did = true
-		orderID, perr := f.place(ctx, tx, c)
+		var orderID string
+		var perr error
+		if c.AccountStatus == "suspended" || c.AccountStatus == "closed" {
+			// The auth layer refuses every order of such an account (1008); a batch
+			// accepted before the suspension places none either.
+			perr = apierr.AccountSuspended.New("the account is " + c.AccountStatus + "; it places no orders")
+		} else {
+			orderID, perr = f.place(ctx, tx, c)
+		}
 		now := f.o.Now()
 		var refusal *apierr.Error
 		switch {
