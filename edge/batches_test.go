@@ -716,3 +716,46 @@ func TestBatchOfASuspendedAccountPlacesNothing(t *testing.T) {
 		t.Fatalf("%d orders placed for a suspended account", n)
 	}
 }
+
+// A cancel racing the processor: every receiver ends either placed (with one order) or
+// cancelled (with none), the cancel's answer matches what was cancelled, and the batch's
+// open-receiver counter agrees with its rows.
+func TestBatchCancelRacingThePlacements(t *testing.T) {
+	be := newBatchesEnv(t, nil)
+	be.fund(t, be.acct.ID, 1_000*perReceiverSun)
+	rs := receivers(t, 40)
+	id := be.post(t, batchJSON("race", rs, nil)).json["id"].(string)
+	be.startProcessor(t, 2, 10*time.Millisecond)
+	be.startProcessor(t, 2, 10*time.Millisecond)
+	deadline := time.Now().Add(20 * time.Second)
+	for be.count(t, `SELECT count(*) FROM batch_receivers WHERE batch_id = $1 AND state = 'placed'`, id) < 5 {
+		if time.Now().After(deadline) {
+			t.Fatal("fewer than 5 receivers placed")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	r := be.signed(t, be.key, "POST", "/v1/batches/"+id+"/cancel", "")
+	checkFields(t, r, 200, nil)
+	cancelled := int(r.json["summary"].(map[string]any)["cancelled"].(float64))
+	b := be.waitNoPending(t, id, 15*time.Second)
+	placed := 0
+	for i, rc := range b.Receivers {
+		switch {
+		case rc.Status == "placed" && rc.OrderID != nil:
+			placed++
+		case rc.Status == "cancelled" && rc.OrderID == nil:
+		default:
+			t.Fatalf("receiver %d: %+v", i, rc)
+		}
+	}
+	if cancelled == 0 || placed+cancelled != len(rs) || b.Summary["cancelled"] != cancelled {
+		t.Fatalf("%d placed, %d cancelled by the answer, summary %v", placed, cancelled, b.Summary)
+	}
+	if n := be.count(t, `SELECT count(*) FROM orders WHERE batch_id = $1`, id); n != placed {
+		t.Fatalf("%d orders for %d placed receivers", n, placed)
+	}
+	if n := be.count(t, `SELECT open_receivers FROM batches WHERE id = $1`, id); n != placed {
+		t.Fatalf("open_receivers %d, %d receivers still open", n, placed)
+	}
+	t.Logf("%d placed, %d cancelled", placed, cancelled)
+}
