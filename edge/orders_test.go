@@ -39,7 +39,7 @@ type ordersEnv struct {
 	pool   tron.Address // a configured pool address
 }
 
-func newOrdersEnv(t *testing.T, opt func(*OrdersOptions)) *ordersEnv {
+func newOrdersEnv(t *testing.T, opt func(*OrdersOptions), more ...func(*ordersEnv, *Options)) *ordersEnv {
 	t.Helper()
 	pe := &pricingEnv{snaps: &fixedSnapshots{}, clock: &pricingClock{t: testT0.Add(time.Second)}}
 	pe.snaps.set(buildSnapshot(t, testT0))
@@ -78,6 +78,9 @@ func newOrdersEnv(t *testing.T, opt func(*OrdersOptions)) *ordersEnv {
 			t.Fatal(err)
 		}
 		o.Modules = append(o.Modules, pm, oe.orders)
+		for _, f := range more {
+			f(oe, o)
+		}
 	}})
 	return oe
 }

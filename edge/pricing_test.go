@@ -340,6 +340,19 @@ func checkDetails(t *testing.T, name string, e map[string]any, want map[string]a
 }
 
 func equalJSON(a, b any) bool {
+	am, amok := a.(map[string]any)
+	bm, bmok := b.(map[string]any)
+	if amok || bmok {
+		if !amok || !bmok || len(am) != len(bm) {
+			return false
+		}
+		for k, v := range am {
+			if w, ok := bm[k]; !ok || !equalJSON(v, w) {
+				return false
+			}
+		}
+		return true
+	}
 	as, aok := a.([]any)
 	bs, bok := b.([]any)
 	if aok || bok {
@@ -347,7 +360,7 @@ func equalJSON(a, b any) bool {
 			return false
 		}
 		for i := range as {
-			if as[i] != bs[i] {
+			if !equalJSON(as[i], bs[i]) {
 				return false
 			}
 		}

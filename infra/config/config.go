@@ -70,6 +70,24 @@ type Config struct {
 	Processor Processor
 	Webhook   Webhook
 	Orders    Orders
+	Batches   Batches
+}
+
+// Batches configures batch creation at the edge and the batch processor (docs/batches.md).
+type Batches struct {
+	// MaxReceivers is the account limit max_batch_receivers (MAX_BATCH_RECEIVERS, 1 to 100).
+	MaxReceivers int
+	// MaxTotalEnergy is the batch total-energy cap (BATCH_MAX_ENERGY): above it 2009.
+	MaxTotalEnergy int64
+	// MaxOpen is how many batches of one account may be processing (MAX_OPEN_BATCHES);
+	// creation answers 1101 above it.
+	MaxOpen int
+	// Workers is how many receivers one batch processor replica places at once
+	// (BATCH_WORKERS).
+	Workers int
+	// PlaceEvery is the least time between two placements of one worker
+	// (BATCH_PLACE_INTERVAL, default 0: no throttle).
+	PlaceEvery time.Duration
 }
 
 // Webhook configures webhook endpoints and their delivery (docs/webhooks.md).
@@ -377,6 +395,19 @@ func Load() (Config, error) {
 	}
 	if v := str("ALLOW_PROVIDER_SPILL", "true"); v != "true" && v != "false" {
 		errs = append(errs, fmt.Sprintf("ALLOW_PROVIDER_SPILL=%q: want true or false", v))
+	}
+	c.Batches = Batches{
+		MaxReceivers:   integer("MAX_BATCH_RECEIVERS", 100),
+		MaxTotalEnergy: int64(integer("BATCH_MAX_ENERGY", 100_000_000)),
+		MaxOpen:        integer("MAX_OPEN_BATCHES", 20),
+		Workers:        integer("BATCH_WORKERS", 4),
+		PlaceEvery:     dur("BATCH_PLACE_INTERVAL", 0),
+	}
+	if c.Batches.MaxReceivers < 1 || c.Batches.MaxReceivers > 100 {
+		errs = append(errs, fmt.Sprintf("MAX_BATCH_RECEIVERS=%d: want 1 to 100 (the spec's batch size)", c.Batches.MaxReceivers))
+	}
+	if c.Batches.MaxTotalEnergy <= 0 || c.Batches.MaxOpen <= 0 || c.Batches.Workers <= 0 {
+		errs = append(errs, "BATCH_MAX_ENERGY, MAX_OPEN_BATCHES and BATCH_WORKERS must be positive")
 	}
 	if c.Orders.MaxInFlight == 0 || c.Orders.MaxOrderEnergy == 0 {
 		errs = append(errs, "MAX_IN_FLIGHT_ORDERS and MAX_ORDER_ENERGY must be positive")

@@ -160,7 +160,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 	// /v1/account, so both take these two.
 	sources := edge.AccountSources{Brand: cfg.Brand, Network: cfg.Network, Deposits: edge.DepositAddressRefs{Store: depositStore},
 		Ledger: ledgerAPI.Accounts,
-		Limits: edge.AccountLimits{MaxOrderEnergy: cfg.Orders.MaxOrderEnergy}}
+		Limits: edge.AccountLimits{MaxOrderEnergy: cfg.Orders.MaxOrderEnergy, MaxBatchReceivers: cfg.Batches.MaxReceivers}}
 	limits := edge.RateLimits{Quota: ratelimit.Quota{Daily: cfg.Auth.QuotaDaily, Monthly: cfg.Auth.QuotaMonthly}}
 	patchAPI, err := edge.NewAccountPatch(edge.AccountPatchOptions{Accounts: store, Sources: sources, RateLimits: limits})
 	if err != nil {
@@ -173,6 +173,11 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		return nil, err
 	}
 	ordersAPI, err := ordersModule(cfg, pool, pricingAPI, nil, idem, log)
+	if err != nil {
+		return nil, err
+	}
+
+	batchesAPI, err := batchesModule(cfg, ordersAPI, log)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +207,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Keys:           keys,
 		Bootstrap:      signupAPI.Bootstrap(),
 		Sessions:       sessionAPI.Authenticator(),
-		Modules:        []edge.Module{signupAPI, sessionAPI, patchAPI, pricingAPI, webhooksAPI, ordersAPI, ledgerAPI.Balance, ledgerAPI.Deposits},
+		Modules:        []edge.Module{signupAPI, sessionAPI, patchAPI, pricingAPI, webhooksAPI, ordersAPI, batchesAPI, ledgerAPI.Balance, ledgerAPI.Deposits},
 		TrustedProxies: cfg.Auth.TrustedProxies,
 		Limiter:        ratelimit.New(rdb, redisPrefix),
 		RateLimits:     limits,

@@ -371,7 +371,7 @@ func (e *e2e) signup() {
 	e.acc = acct.AccountID
 	var key struct{ ID, Secret string }
 	c.want(c.api("POST", "/v1/api-keys", map[string]any{
-		"scopes": []string{"account.read", "deposits.read", "orders.read", "orders.write"}, "label": "e2e",
+		"scopes": []string{"account.read", "deposits.read", "orders.read", "orders.write", "batches.read", "batches.write"}, "label": "e2e",
 	}, bearer...), 201, "POST /v1/api-keys").decode(t, &key)
 	if !strings.HasPrefix(key.ID, "ak_live_") || !strings.HasPrefix(key.Secret, "sk_live_") {
 		t.Fatalf("api key id %q, secret of %d characters", key.ID, len(key.Secret))
