@@ -70,6 +70,26 @@ type Config struct {
 	Processor Processor
 	Webhook   Webhook
 	Orders    Orders
+	// Subscriptions configures the subscription endpoints and their watcher
+	// (processors/subscriptions, docs/subscriptions.md).
+	Subscriptions Subscriptions
+}
+
+// Subscriptions configures auto-refill subscriptions.
+type Subscriptions struct {
+	// Available (SUBSCRIPTIONS_AVAILABLE, default true) is the plans' `available`: false
+	// switches off creating subscriptions and changing rules (3021); reads, status and label
+	// changes, DELETE and the watcher keep working.
+	Available bool
+	// CheckEvery (SUBSCRIPTION_CHECK_INTERVAL) is how often the watcher reads each live
+	// subscription's address from the node.
+	CheckEvery time.Duration
+	// Grace (SUBSCRIPTION_BILLING_GRACE) is how long after a failed daily charge the
+	// watcher keeps retrying it (grace_until).
+	Grace time.Duration
+	// RenewalLead (SUBSCRIPTION_RENEWAL_LEAD) is how long before a renewal subscription's
+	// standing rental expires the next one is ordered.
+	RenewalLead time.Duration
 }
 
 // Webhook configures webhook endpoints and their delivery (docs/webhooks.md).
@@ -368,6 +388,15 @@ func Load() (Config, error) {
 		for _, k := range c.PoolKeys {
 			c.PoolAddresses = append(c.PoolAddresses, k.Address())
 		}
+	}
+	c.Subscriptions = Subscriptions{
+		Available:   str("SUBSCRIPTIONS_AVAILABLE", "true") == "true",
+		CheckEvery:  dur("SUBSCRIPTION_CHECK_INTERVAL", 10*time.Second),
+		Grace:       dur("SUBSCRIPTION_BILLING_GRACE", 24*time.Hour),
+		RenewalLead: dur("SUBSCRIPTION_RENEWAL_LEAD", time.Minute),
+	}
+	if v := str("SUBSCRIPTIONS_AVAILABLE", "true"); v != "true" && v != "false" {
+		errs = append(errs, fmt.Sprintf("SUBSCRIPTIONS_AVAILABLE=%q: want true or false", v))
 	}
 	c.Orders = Orders{
 		MaxInFlight:        integer("MAX_IN_FLIGHT_ORDERS", 100),
