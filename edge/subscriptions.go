@@ -384,12 +384,6 @@ func planRule(preset *string, reserve, low, high *int64) (autorefill.Rule, error
 	return autorefill.Rule{Reserve: *reserve, Low: *low, High: *high}, nil
 }
 
-// planRefillAmount is the refill_amount a plan subscription shows: its smallest top-up.
-func planRefillAmount(r autorefill.Rule) int64 {
-	amount, _ := autorefill.TopUp(r, r.Low-1)
-	return min(amount, max(r.High-r.Low, autorefill.EnergyPerUse))
-}
-
 func (m *Subscriptions) createSubscription(ctx context.Context, tx pgx.Tx, rc *fasthttp.RequestCtx) (TxResult, error) {
 	p, err := accountOf(rc)
 	if err != nil {
@@ -431,7 +425,7 @@ func (m *Subscriptions) createSubscription(ctx context.Context, tx pgx.Tx, rc *f
 			return TxResult{}, ruleInvalid(vs)
 		}
 		s.Kind, s.Resource, s.Mode, s.Tier = autorefill.Plan, string(pricing.Energy), autorefill.Refill, string(pricing.Tier1h)
-		s.ThresholdAmount, s.RefillAmount = rule.Low, planRefillAmount(rule)
+		s.ThresholdAmount, s.RefillAmount = rule.Low, autorefill.SmallestTopUp(rule)
 		s.Reserve, s.Low, s.High = &rule.Reserve, &rule.Low, &rule.High
 		s.Preset = autorefill.PresetOf(rule)
 		s.DailyFeeSun = autorefill.DailyFeeSun(rule.Reserve)
@@ -909,7 +903,7 @@ func (m *Subscriptions) applyPlanPatch(body map[string]json.RawMessage, row *sub
 	}
 	row.Reserve, row.Low, row.High = &rule.Reserve, &rule.Low, &rule.High
 	row.Preset = autorefill.PresetOf(rule)
-	row.ThresholdAmount, row.RefillAmount = rule.Low, planRefillAmount(rule)
+	row.ThresholdAmount, row.RefillAmount = rule.Low, autorefill.SmallestTopUp(rule)
 	row.DailyFeeSun = autorefill.DailyFeeSun(rule.Reserve)
 	return nil
 }

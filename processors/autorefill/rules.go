@@ -162,3 +162,9 @@ func TopUp(r Rule, available int64) (amount int64, ok bool) {
 func FitsReserve(r Rule, delegated, amount int64) bool {
 	return delegated+amount <= r.Reserve
 }
+
+// SmallestTopUp is the refill_amount a plan subscription shows: its smallest top-up, the
+// gap between low and high (at least one use).
+func SmallestTopUp(r Rule) int64 {
+	return max(r.High-r.Low, EnergyPerUse)
+}
