@@ -555,3 +555,39 @@ func TestConcurrentDuplicateSubscriptionCreates(t *testing.T) {
 		t.Fatalf("%d charged events, want 2", n)
 	}
 }
+
+// Resuming a paused plan whose billing time has passed charges the day first: 4001 when it
+// cannot be paid (nothing changes), then active with the fee charged and the next billing
+// 24 hours on.
+func TestSubscriptionResumeChargesADueFee(t *testing.T) {
+	se := newSubsEnv(t)
+	k := se.key(t, scopes.SubscriptionsWrite, scopes.SubscriptionsRead)
+	se.fund(t, se.acct.ID, 7_000_000)
+	r := se.signed(t, k, "POST", "/v1/subscriptions", js(map[string]any{"address": randomAddress(t).String(), "preset": "basic"}))
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	path := "/v1/subscriptions/" + r.json["id"].(string)
+	checkFields(t, se.signed(t, k, "PATCH", path, `{"status":"paused"}`), 200, map[string]any{"status": "paused", "status_reason": "user"})
+	se.clock.add(25 * time.Hour)
+	e := wantError(t, se.signed(t, k, "PATCH", path, `{"status":"active"}`), 402, 4001, "insufficient_funds", nil)
+	checkDetails(t, "4001", e, map[string]any{"required_sun": 6_000_000.0, "available_sun": 1_000_000.0})
+	checkFields(t, se.signed(t, k, "GET", path, ""), 200, map[string]any{"status": "paused", "next_billing_at": "2025-03-02T12:00:01.000Z"})
+	se.fund(t, se.acct.ID, 5_000_000)
+	checkFields(t, se.signed(t, k, "PATCH", path, `{"status":"active"}`), 200, map[string]any{"status": "active", "status_reason": nil,
+		"next_billing_at": "2025-03-03T13:00:01.000Z"})
+	if got := se.available_(t, se.acct.ID); got != 0 {
+		t.Fatalf("available %d", got)
+	}
+	g := se.signed(t, k, "GET", path, "")
+	var kinds []string
+	for _, ev := range g.json["events"].([]any) {
+		kinds = append(kinds, ev.(map[string]any)["kind"].(string))
+	}
+	if js(kinds) != js([]string{"resume", "charge", "pause", "charge"}) {
+		t.Fatalf("events newest first: %v", kinds)
+	}
+	if n := len(se.outboxEvents(t, "subscription.charged")); n != 2 {
+		t.Fatalf("%d charged events", n)
+	}
+}

@@ -307,3 +307,45 @@ func normalise(m map[string]any) map[string]string {
 	}
 	return out
 }
+
+// A renewal subscription orders at once when it has no standing rental, then re-orders
+// only when the standing rental is within the renewal lead of its end, whatever the free
+// energy.
+func TestRenewalReordersBeforeTheRentalEnds(t *testing.T) {
+	e := newEnv(t)
+	e.startFlow()
+	acc := e.account(1_000 * 1_000_000)
+	recv := e.receiver()
+	id := e.legacy(acc, recv, legacySpec{mode: autorefill.Renewal, threshold: 0, refill: 65_000})
+	e.startWatcher(100 * time.Millisecond)
+	var expires time.Time
+	e.waitFor("first rental active", 30*time.Second, func() bool {
+		s := e.sub(id)
+		if s.LastOrderID == nil {
+			return false
+		}
+		var st string
+		var exp *time.Time
+		if err := e.db.Pool.QueryRow(context.Background(), `SELECT status, expires_at FROM orders WHERE id = $1`, *s.LastOrderID).Scan(&st, &exp); err != nil {
+			t.Fatal(err)
+		}
+		if exp != nil {
+			expires = *exp
+		}
+		return st == "active" && exp != nil
+	})
+	time.Sleep(500 * time.Millisecond)
+	if n := len(e.events(id, "subscription.refilled")); n != 1 {
+		t.Fatalf("%d refills while the rental has most of its hour left", n)
+	}
+	// Move the watcher to 30 s before the rental ends (the lead is 1 minute).
+	e.clock.Add(time.Until(expires) - 30*time.Second)
+	e.waitFor("renewal", 10*time.Second, func() bool { return len(e.events(id, "subscription.refilled")) == 2 })
+	second := e.events(id, "subscription.refilled")[1]
+	if second["amount"] != 65_000.0 || second["order_id"] == e.events(id, "subscription.refilled")[0]["order_id"] {
+		t.Fatalf("renewal %v", second)
+	}
+	if n := e.count(`SELECT count(*) FROM orders WHERE subscription_id = $1`, id); n != 2 {
+		t.Fatalf("%d orders", n)
+	}
+}
