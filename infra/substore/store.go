@@ -223,6 +223,14 @@ func LastOrder(ctx context.Context, q Querier, orderID string) (OrderState, bool
 	return s, err == nil, err
 }
 
+// AccountFrozen reports whether the account is suspended or closed: it reads, but no
+// order is placed and no fee charged for it (rental-api-v1 "Account status").
+func AccountFrozen(ctx context.Context, q Querier, accountID string) (bool, error) {
+	var st string
+	err := q.QueryRow(ctx, `SELECT status FROM accounts WHERE id = $1`, accountID).Scan(&st)
+	return st == "suspended" || st == "closed", err
+}
+
 // AvailableSun is the account's available balance (balance minus holds).
 func AvailableSun(ctx context.Context, q Querier, accountID string) (int64, error) {
 	var n int64

@@ -218,6 +218,16 @@ func (c *check) run(ctx context.Context) error {
 	if s.RefillsDay == nil || !s.RefillsDay.Equal(today) {
 		s.RefillsToday, s.RefillsDay = 0, &today
 	}
+	frozen, err := substore.AccountFrozen(ctx, c.tx, s.AccountID)
+	if err != nil {
+		return err
+	}
+	if frozen {
+		// A suspended or closed account reads only: no refill, no fee, no status change,
+		// until support unfreezes it.
+		c.outcome = "skipped"
+		return nil
+	}
 	if s.Kind == autorefill.Plan {
 		if err := c.bill(ctx); err != nil {
 			return err

@@ -349,3 +349,23 @@ func TestRenewalReordersBeforeTheRentalEnds(t *testing.T) {
 		t.Fatalf("%d orders", n)
 	}
 }
+
+// A suspended account reads only: its subscriptions place nothing until support
+// unsuspends it.
+func TestSuspendedAccountIsNotRefilled(t *testing.T) {
+	e := newEnv(t)
+	acc := e.account(100_000_000)
+	if _, err := e.db.Pool.Exec(context.Background(), `UPDATE accounts SET status = 'suspended' WHERE id = $1`, acc); err != nil {
+		t.Fatal(err)
+	}
+	id := e.legacy(acc, e.receiver(), legacySpec{threshold: 30_000, refill: 65_000})
+	e.startWatcher(100 * time.Millisecond)
+	time.Sleep(time.Second)
+	if n := e.count(`SELECT count(*) FROM orders`); n != 0 || e.sub(id).Status != autorefill.Active {
+		t.Fatalf("%d orders for a suspended account, status %s", n, e.sub(id).Status)
+	}
+	if _, err := e.db.Pool.Exec(context.Background(), `UPDATE accounts SET status = 'active' WHERE id = $1`, acc); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("refill after unsuspending", 10*time.Second, func() bool { return len(e.events(id, "subscription.refilled")) == 1 })
+}
