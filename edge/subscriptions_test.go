@@ -591,3 +591,41 @@ func TestSubscriptionResumeChargesADueFee(t *testing.T) {
 		t.Fatalf("%d charged events", n)
 	}
 }
+
+// GET of one plan subscription returns its last 20 events, newest first.
+func TestSubscriptionEventsAreTheLastTwenty(t *testing.T) {
+	se := newSubsEnv(t)
+	k := se.key(t, scopes.SubscriptionsWrite, scopes.SubscriptionsRead)
+	se.fund(t, se.acct.ID, 6_000_000)
+	r := se.signed(t, k, "POST", "/v1/subscriptions", js(map[string]any{"address": randomAddress(t).String(), "preset": "basic"}))
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	path := "/v1/subscriptions/" + r.json["id"].(string)
+	for range 12 { // charge + 24 = 25 events
+		checkFields(t, se.signed(t, k, "PATCH", path, `{"status":"paused"}`), 200, map[string]any{"status": "paused"})
+		checkFields(t, se.signed(t, k, "PATCH", path, `{"status":"active"}`), 200, map[string]any{"status": "active"})
+	}
+	g := se.signed(t, k, "GET", path, "")
+	evs := g.json["events"].([]any)
+	if len(evs) != 20 {
+		t.Fatalf("%d events, want 20", len(evs))
+	}
+	for i, ev := range evs {
+		want := "resume"
+		if i%2 == 1 {
+			want = "pause"
+		}
+		if kind := ev.(map[string]any)["kind"]; kind != want {
+			t.Fatalf("event %d is %v, want %s (newest first)", i, kind, want)
+		}
+	}
+	if n := se.count(t, `SELECT count(*) FROM subscription_events`); n != 25 {
+		t.Fatalf("%d events stored", n)
+	}
+	// The list never carries events[].
+	l := se.signed(t, k, "GET", "/v1/subscriptions", "")
+	if _, ok := l.json["data"].([]any)[0].(map[string]any)["events"]; ok {
+		t.Fatalf("events[] in the list: %s", l.body)
+	}
+}
