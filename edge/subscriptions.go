@@ -909,14 +909,17 @@ func (m *Subscriptions) applyPlanPatch(body map[string]json.RawMessage, row *sub
 }
 
 // changeStatus applies PATCH status: only active and paused. Pausing an active or
-// suspended subscription is a user pause (subscription.paused, reason user). Resuming a
+// suspended subscription, or on one the platform paused, is a user pause (subscription.paused,
+// reason user), which only the owner ends. Resuming a
 // paused one makes it active; a plan whose daily fee is due (a failed charge, or billing
 // time passed while paused) is charged first, and 4001 refuses the resume. Asking for the
 // status it has, or active while suspended (the platform resumes it), changes nothing.
 func (m *Subscriptions) changeStatus(ctx context.Context, tx pgx.Tx, row *substore.Row, to string, now time.Time) error {
 	switch autorefill.Status(to) {
 	case autorefill.Paused:
-		if row.Status == autorefill.Paused {
+		// A platform pause (reserve_exhausted, billing_failed) ends by itself; the owner's
+		// pause must not, so it becomes a user pause.
+		if row.Status == autorefill.Paused && row.StatusReason != nil && *row.StatusReason == autorefill.ReasonUser {
 			return nil
 		}
 		reason := autorefill.ReasonUser

@@ -629,3 +629,21 @@ func TestSubscriptionEventsAreTheLastTwenty(t *testing.T) {
 		t.Fatalf("events[] in the list: %s", l.body)
 	}
 }
+
+// The owner's pause of a subscription the platform paused becomes a user pause (which the
+// platform never ends); pausing a user-paused one again changes nothing.
+func TestUserPauseOverridesAPlatformPause(t *testing.T) {
+	se := newSubsEnv(t)
+	k := se.key(t, scopes.SubscriptionsWrite, scopes.SubscriptionsRead)
+	se.fund(t, se.acct.ID, 6_000_000)
+	r := se.signed(t, k, "POST", "/v1/subscriptions", js(map[string]any{"address": randomAddress(t).String(), "preset": "basic"}))
+	id := r.json["id"].(string)
+	if _, err := se.db.Pool.Exec(context.Background(), `UPDATE subscriptions SET status = 'paused', status_reason = 'reserve_exhausted' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	checkFields(t, se.signed(t, k, "PATCH", "/v1/subscriptions/"+id, `{"status":"paused"}`), 200, map[string]any{"status": "paused", "status_reason": "user"})
+	checkFields(t, se.signed(t, k, "PATCH", "/v1/subscriptions/"+id, `{"status":"paused"}`), 200, map[string]any{"status": "paused", "status_reason": "user"})
+	if p := se.outboxEvents(t, "subscription.paused"); len(p) != 1 || p[0]["reason"] != "user" {
+		t.Fatalf("subscription.paused %v", p)
+	}
+}
