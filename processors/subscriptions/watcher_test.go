@@ -369,3 +369,31 @@ func TestSuspendedAccountIsNotRefilled(t *testing.T) {
 	}
 	e.waitFor("refill after unsuspending", 10*time.Second, func() bool { return len(e.events(id, "subscription.refilled")) == 1 })
 }
+
+// A bandwidth subscription reads the address's free bandwidth (daily allowance and staked
+// limit) and refills bandwidth; its history row carries no energy delta.
+func TestBandwidthRefill(t *testing.T) {
+	e := newEnv(t)
+	acc := e.account(100_000_000)
+	recv := e.receiver()
+	id := e.legacy(acc, recv, legacySpec{resource: "bandwidth", threshold: 10_000, refill: 5_000})
+	e.startWatcher(100 * time.Millisecond)
+	e.waitFor("bandwidth refill", 10*time.Second, func() bool { return len(e.events(id, "subscription.refilled")) == 1 })
+	ev := e.events(id, "subscription.refilled")[0]
+	r, err := e.node.GetAccountResource(context.Background(), recv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev["resource"] != "bandwidth" || ev["amount"] != 5_000.0 || ev["trigger_available"] != float64(r.FreeNetLimit-r.FreeNetUsed+r.NetLimit-r.NetUsed) {
+		t.Fatalf("refill %v, node %+v", ev, r)
+	}
+	var res string
+	var delta *int64
+	if err := e.db.Pool.QueryRow(context.Background(), `SELECT o.resource, h.energy_delta FROM subscription_events h JOIN orders o ON o.id = h.order_id
+		WHERE h.subscription_id = $1 AND h.kind = 'refill'`, id).Scan(&res, &delta); err != nil {
+		t.Fatal(err)
+	}
+	if res != "bandwidth" || delta != nil {
+		t.Fatalf("order resource %s, energy_delta %v", res, delta)
+	}
+}
