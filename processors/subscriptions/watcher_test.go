@@ -2,12 +2,18 @@ package subscriptions_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"rental/infra/tron"
 	"rental/processors/autorefill"
+	"rental/processors/subscriptions"
 )
 
 // A receiver whose energy runs out is refilled: the order is placed through the order
@@ -395,5 +401,61 @@ func TestBandwidthRefill(t *testing.T) {
 	}
 	if res != "bandwidth" || delta != nil {
 		t.Fatalf("order resource %s, energy_delta %v", res, delta)
+	}
+}
+
+// crashingPlacer places through the real order module and then fails as a crash between
+// the placement and the commit would: the check's transaction rolls back.
+type crashingPlacer struct {
+	inner   subscriptions.Placer
+	crashes atomic.Int32
+}
+
+func (c *crashingPlacer) PlaceRefill(ctx context.Context, tx pgx.Tx, accountID string, r subscriptions.Refill) (subscriptions.Placed, error) {
+	p, err := c.inner.PlaceRefill(ctx, tx, accountID, r)
+	if err == nil && c.crashes.Add(-1) >= 0 {
+		return subscriptions.Placed{}, errors.New("injected crash after placing " + p.OrderID)
+	}
+	return p, err
+}
+
+// A check that dies after placing its refill (before committing) leaves nothing behind,
+// and the retry places the refill under the same client_order_id, once.
+func TestCheckCrashAfterPlacementRetriesTheSameRefill(t *testing.T) {
+	e := newEnv(t)
+	acc := e.account(100_000_000)
+	id := e.legacy(acc, e.receiver(), legacySpec{threshold: 30_000, refill: 65_000})
+	cp := &crashingPlacer{inner: e.placer}
+	cp.crashes.Store(2)
+	w, err := subscriptions.New(subscriptions.Options{Pool: e.db.Pool, Chain: e.node, Placer: cp, Ledger: e.ledger,
+		CheckEvery: time.Hour, Now: e.clock.Now, Logger: quiet(), Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 2 {
+		if _, err := w.Sweep(ctx); err == nil {
+			t.Fatalf("sweep %d: the injected crash was not reported", i)
+		}
+		if n := e.count(`SELECT count(*) FROM orders`); n != 0 || e.availableSun(acc) != 100_000_000 || len(e.events(id, "subscription.refilled")) != 0 {
+			t.Fatalf("after crash %d: %d orders, available %d", i, n, e.availableSun(acc))
+		}
+		if s := e.sub(id); s.RefillSeq != 0 || s.LastOrderID != nil {
+			t.Fatalf("after crash %d: %+v", i, s)
+		}
+	}
+	if n, err := w.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep after the crashes: %d, %v", n, err)
+	}
+	var coid string
+	if err := e.db.Pool.QueryRow(ctx, `SELECT client_order_id FROM orders WHERE subscription_id = $1`, id).Scan(&coid); err != nil {
+		t.Fatal(err)
+	}
+	if coid != id+":r1" || len(e.events(id, "subscription.refilled")) != 1 || e.availableSun(acc) != 100_000_000-3_900_000 {
+		t.Fatalf("client_order_id %s, %d refilled events, available %d", coid, len(e.events(id, "subscription.refilled")), e.availableSun(acc))
+	}
+	// Not due again for an hour: another sweep checks nothing.
+	if n, err := w.Sweep(ctx); err != nil || n != 0 {
+		t.Fatalf("second sweep: %d, %v", n, err)
 	}
 }
