@@ -103,6 +103,7 @@ type Watcher struct {
 	refills *prometheus.CounterVec
 	changes *prometheus.CounterVec
 	charges *prometheus.CounterVec
+	lag     prometheus.Gauge
 }
 
 // New checks the options and registers the metrics.
@@ -140,7 +141,22 @@ func New(o Options) (*Watcher, error) {
 		Name: "subscription_status_changes_total", Help: "Status changes made by the watcher, by new status and reason."}, []string{"status", "reason"}))
 	w.charges = metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "subscription_fee_charges_total", Help: "Daily plan fee charges by result (charged, refused)."}, []string{"result"}))
+	w.lag = metrics.Register(o.Registerer, prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "subscription_check_lag_seconds", Help: "How far behind its due time the most overdue subscription check is (0 when none is due); growing means the watchers cannot keep up or are failing."}))
 	return w, nil
+}
+
+// measureLag sets the lag gauge from the oldest due check (the index subscriptions_due).
+func (w *Watcher) measureLag(ctx context.Context) {
+	var oldest *time.Time
+	if err := w.o.Pool.QueryRow(ctx, `SELECT min(next_check_at) FROM subscriptions WHERE next_check_at IS NOT NULL`).Scan(&oldest); err != nil {
+		return
+	}
+	lag := 0.0
+	if oldest != nil {
+		lag = max(w.o.Now().Sub(*oldest).Seconds(), 0)
+	}
+	w.lag.Set(lag)
 }
 
 // Run checks due subscriptions until ctx ends.
@@ -148,6 +164,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	t := time.NewTicker(w.o.PollEvery)
 	defer t.Stop()
 	for {
+		w.measureLag(ctx)
 		if _, err := w.Sweep(ctx); err != nil && ctx.Err() == nil {
 			w.log.Error("subscription sweep failed", "err", err)
 		}
