@@ -254,7 +254,7 @@ func TestPlanBillingDailyWithGrace(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM ledger_postings WHERE kind = 'capture' AND account_id = $1`, acc); n != 3 {
 		t.Fatalf("%d fee postings", n)
 	}
-	// Refused top-ups are recorded, but never twice in a row (the history keeps 20).
+	// Refused top-ups are recorded, but never twice in a row (GET shows only the last 20).
 	if n := e.count(`SELECT count(*) FROM subscription_events WHERE subscription_id = $1 AND kind = 'top_up_failed'`, id); n == 0 {
 		t.Fatal("no top_up_failed history row")
 	}
