@@ -71,6 +71,9 @@ type Config struct {
 	Webhook   Webhook
 	Orders    Orders
 	Batches   Batches
+	// Subscriptions configures the subscription endpoints and their watcher
+	// (processors/subscriptions, docs/subscriptions.md).
+	Subscriptions Subscriptions
 }
 
 // Batches configures batch creation at the edge and the batch processor (docs/batches.md).
@@ -88,6 +91,23 @@ type Batches struct {
 	// PlaceEvery is the least time between two placements of one worker
 	// (BATCH_PLACE_INTERVAL, default 0: no throttle).
 	PlaceEvery time.Duration
+}
+
+// Subscriptions configures auto-refill subscriptions.
+type Subscriptions struct {
+	// Available (SUBSCRIPTIONS_AVAILABLE, default true) is the plans' `available`: false
+	// switches off creating subscriptions and changing rules (3021); reads, status and label
+	// changes, DELETE and the watcher keep working.
+	Available bool
+	// CheckEvery (SUBSCRIPTION_CHECK_INTERVAL) is how often the watcher reads each live
+	// subscription's address from the node.
+	CheckEvery time.Duration
+	// Grace (SUBSCRIPTION_BILLING_GRACE) is how long after a failed daily charge the
+	// watcher keeps retrying it (grace_until).
+	Grace time.Duration
+	// RenewalLead (SUBSCRIPTION_RENEWAL_LEAD) is how long before a renewal subscription's
+	// standing rental expires the next one is ordered.
+	RenewalLead time.Duration
 }
 
 // Webhook configures webhook endpoints and their delivery (docs/webhooks.md).
@@ -386,6 +406,15 @@ func Load() (Config, error) {
 		for _, k := range c.PoolKeys {
 			c.PoolAddresses = append(c.PoolAddresses, k.Address())
 		}
+	}
+	c.Subscriptions = Subscriptions{
+		Available:   str("SUBSCRIPTIONS_AVAILABLE", "true") == "true",
+		CheckEvery:  dur("SUBSCRIPTION_CHECK_INTERVAL", 10*time.Second),
+		Grace:       dur("SUBSCRIPTION_BILLING_GRACE", 24*time.Hour),
+		RenewalLead: dur("SUBSCRIPTION_RENEWAL_LEAD", time.Minute),
+	}
+	if v := str("SUBSCRIPTIONS_AVAILABLE", "true"); v != "true" && v != "false" {
+		errs = append(errs, fmt.Sprintf("SUBSCRIPTIONS_AVAILABLE=%q: want true or false", v))
 	}
 	c.Orders = Orders{
 		MaxInFlight:        integer("MAX_IN_FLIGHT_ORDERS", 100),

@@ -186,6 +186,10 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
+	subscriptionsAPI, err := subscriptionsModule(cfg, pool, pricingAPI, idem, log)
+	if err != nil {
+		return nil, err
+	}
 
 	// The status supply figure is the 1 h energy depth of the pricer's order book: what
 	// GET /v1/prices shows as available_energy, on either network (own pools, providers).
@@ -207,7 +211,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Keys:           keys,
 		Bootstrap:      signupAPI.Bootstrap(),
 		Sessions:       sessionAPI.Authenticator(),
-		Modules:        []edge.Module{signupAPI, sessionAPI, patchAPI, pricingAPI, webhooksAPI, ordersAPI, batchesAPI, ledgerAPI.Balance, ledgerAPI.Deposits},
+		Modules:        []edge.Module{signupAPI, sessionAPI, patchAPI, pricingAPI, webhooksAPI, ordersAPI, batchesAPI, subscriptionsAPI, ledgerAPI.Balance, ledgerAPI.Deposits},
 		TrustedProxies: cfg.Auth.TrustedProxies,
 		Limiter:        ratelimit.New(rdb, redisPrefix),
 		RateLimits:     limits,

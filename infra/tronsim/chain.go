@@ -672,6 +672,34 @@ func (s *Sim) SeedAccount(g GenesisAccount) error {
 	return nil
 }
 
+// UseEnergy consumes energy of addr at the head's time, as if its own transactions had
+// burnt it from its stake (delegated energy included), capped at its energy limit; it
+// recovers over 24 h like any usage. Tests use it to make a watched address run low.
+func (s *Sim) UseEnergy(addr tron.Address, energy int64) error {
+	if addr.IsZero() || energy <= 0 {
+		return errors.New("use energy: address required and energy must be positive")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	a, ok := s.confirmed.Accounts[addr]
+	if !ok {
+		return errors.New("use energy: account does not exist")
+	}
+	h := s.head()
+	limit := energyLimit(a, s.confirmed.totals(s.opts.Params, h.Num))
+	a.EnergyUsage = min(usageAt(a.EnergyUsage, a.EnergyTime, h.Time)+energy, limit)
+	a.EnergyTime = h.Time
+	s.confirmed.Accounts[addr] = a
+	s.pend = nil
+	if s.store != nil {
+		return s.store.saveState(s)
+	}
+	return nil
+}
+
 // ForkResult reports what a fork replaced.
 type ForkResult struct {
 	Head       int64    `json:"head"`

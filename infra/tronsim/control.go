@@ -43,6 +43,7 @@ func (s *Sim) Handler() http.Handler {
 	mux.HandleFunc("POST /sim/accounts", s.ctlSeed)
 	mux.HandleFunc("GET /sim/accounts/{address}", s.ctlAccount)
 	mux.HandleFunc("POST /sim/fork", s.ctlFork)
+	mux.HandleFunc("POST /sim/energy/use", s.ctlUseEnergy)
 	mux.HandleFunc("GET /sim/head", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Head()) })
 	mux.HandleFunc("GET /sim/info", s.ctlInfo)
 	s.deepRoutes(mux)
@@ -169,6 +170,24 @@ func (s *Sim) ctlSeed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.SeedAccount(q); err != nil {
+		ctlError(w, http.StatusBadRequest, err)
+		return
+	}
+	v, _ := s.Account(q.Address)
+	writeJSON(w, http.StatusOK, v)
+}
+
+// ctlUseEnergy spends energy of an address as its own contract calls would:
+// {"address": "T...", "energy": 50000}; it answers the account view.
+func (s *Sim) ctlUseEnergy(w http.ResponseWriter, r *http.Request) {
+	var q struct {
+		Address tron.Address `json:"address"`
+		Energy  int64        `json:"energy"`
+	}
+	if !decodeBody(w, r, &q) {
+		return
+	}
+	if err := s.UseEnergy(q.Address, q.Energy); err != nil {
 		ctlError(w, http.StatusBadRequest, err)
 		return
 	}

@@ -813,3 +813,39 @@ func TestDelegatedEnergyPaysForUSDTTransfer(t *testing.T) {
 		t.Fatalf("USDT moved by a failed transfer: %d", got)
 	}
 }
+
+// POST /sim/energy/use spends a receiver's delegated energy (getaccountresource shows it
+// used, capped at the limit); an unknown address or a non-positive amount is refused.
+func TestUseEnergyControl(t *testing.T) {
+	h := newHarness(t, Options{})
+	pool, recv := delegationSetup(t, h)
+	tx := h.signed("/wallet/delegateresource", tron.DelegateResourceRequest{OwnerAddress: pool.Address().String(),
+		ReceiverAddress: recv.String(), Balance: 4_000 * trx, Resource: "ENERGY", Visible: true}, pool)
+	if r := h.broadcast(tx); !r.Result {
+		t.Fatalf("broadcast %+v", r)
+	}
+	h.mine(1)
+	var res tron.AccountResource
+	h.wallet("/wallet/getaccountresource", tron.AddressRequest{Address: recv.String(), Visible: true}, &res)
+	if res.EnergyLimit <= 0 || res.EnergyUsed != 0 {
+		t.Fatalf("before: %+v", res)
+	}
+	if st := h.do("POST", "/sim/energy/use", map[string]any{"address": recv.String(), "energy": 1_000}, nil); st != 200 {
+		t.Fatalf("use: %d", st)
+	}
+	h.wallet("/wallet/getaccountresource", tron.AddressRequest{Address: recv.String(), Visible: true}, &res)
+	if res.EnergyUsed != 1_000 {
+		t.Fatalf("used %d, want 1000", res.EnergyUsed)
+	}
+	h.do("POST", "/sim/energy/use", map[string]any{"address": recv.String(), "energy": res.EnergyLimit * 2}, nil)
+	h.wallet("/wallet/getaccountresource", tron.AddressRequest{Address: recv.String(), Visible: true}, &res)
+	if res.EnergyUsed != res.EnergyLimit {
+		t.Fatalf("used %d, want the limit %d", res.EnergyUsed, res.EnergyLimit)
+	}
+	stranger, _ := tron.GenerateKey()
+	for _, body := range []map[string]any{{"address": stranger.Address().String(), "energy": 1}, {"address": recv.String(), "energy": 0}} {
+		if st := h.do("POST", "/sim/energy/use", body, nil); st != 400 {
+			t.Errorf("%v: %d, want 400", body, st)
+		}
+	}
+}

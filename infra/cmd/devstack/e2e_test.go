@@ -308,6 +308,7 @@ type e2e struct {
 	order201 []byte         // and its answer
 	pool     string         // the stake pool that delegated the order
 	stakeSun int64          // the TRX staked behind the delegation
+	scopes   []string       // the API key's scopes beyond the order flow's
 }
 
 // e2eStack starts the dev stack with fast blocks and shallow confirmations (a deposit is
@@ -371,7 +372,7 @@ func (e *e2e) signup() {
 	e.acc = acct.AccountID
 	var key struct{ ID, Secret string }
 	c.want(c.api("POST", "/v1/api-keys", map[string]any{
-		"scopes": []string{"account.read", "deposits.read", "orders.read", "orders.write", "batches.read", "batches.write"}, "label": "e2e",
+		"scopes": append([]string{"account.read", "deposits.read", "orders.read", "orders.write", "batches.read", "batches.write"}, e.scopes...), "label": "e2e",
 	}, bearer...), 201, "POST /v1/api-keys").decode(t, &key)
 	if !strings.HasPrefix(key.ID, "ak_live_") || !strings.HasPrefix(key.Secret, "sk_live_") {
 		t.Fatalf("api key id %q, secret of %d characters", key.ID, len(key.Secret))

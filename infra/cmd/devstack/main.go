@@ -1,7 +1,7 @@
 // Command devstack runs the whole service in one process on embedded defaults (`make run`):
 // an embedded Kafka broker (kfake) with its data under DATA_DIR, the TRON node simulator,
 // a simulated market provider, the schema migrations, the outbox relay, the chain follower,
-// the pricer, the order processor, the batch processor and the API edge. Postgres and
+// the pricer, the order processor, the batch processor, the subscription watcher and the API edge. Postgres and
 // Redis are real local servers; when one is unreachable it says so with the command that
 // starts it. Each stage logs one line when it is up.
 //
@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -208,6 +209,14 @@ func run(log *slog.Logger) error {
 		return err
 	}
 	g.Go(func() error { return batchProcessor.Run(gctx) })
+	if _, set := os.LookupEnv("SUBSCRIPTION_CHECK_INTERVAL"); !set {
+		cfg.Subscriptions.CheckEvery = 3 * time.Second // development: refills react within a few seconds
+	}
+	watcher, err := stages.SubscriptionWatcher(cfg, pool, rdb, log, reg) // auto-refill (docs/subscriptions.md)
+	if err != nil {
+		return err
+	}
+	g.Go(func() error { return watcher.Run(gctx) })
 	g.Go(func() error { return prices.Run(gctx) })
 	g.Go(func() error { return relay.Run(gctx) })
 	g.Go(func() error { return follower.Run(gctx) })

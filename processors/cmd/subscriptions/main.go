@@ -1,0 +1,27 @@
+// Command subscriptions runs the subscription watcher (processors/subscriptions,
+// docs/subscriptions.md): every SUBSCRIPTION_CHECK_INTERVAL it reads each live
+// subscription's address from the node, places refills and plan top-ups as orders (which
+// the order processor then delivers), bills plans daily, and suspends, pauses and resumes
+// subscriptions with their subscription.* events. Run several replicas: each check holds
+// its subscription's row lock (FOR UPDATE SKIP LOCKED), and refill order ids are derived
+// from a sequence advanced in the same transaction.
+//
+// Configuration: the common variables (README.md), REDIS_URL for the pricer's snapshot,
+// and SUBSCRIPTION_CHECK_INTERVAL, SUBSCRIPTION_BILLING_GRACE, SUBSCRIPTION_RENEWAL_LEAD.
+package main
+
+import (
+	"rental/infra/redisx"
+	"rental/infra/stages"
+)
+
+func main() {
+	stages.Main("subscriptions", func(p *stages.Process) (stages.Runner, error) {
+		rdb, err := redisx.Connect(p.Ctx, p.Cfg.RedisURL)
+		if err != nil {
+			return nil, err
+		}
+		p.Defer(func() { _ = rdb.Close() })
+		return stages.SubscriptionWatcher(p.Cfg, p.Pool, rdb, p.Log, p.Reg)
+	})
+}
