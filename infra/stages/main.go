@@ -49,8 +49,10 @@ func Main(name string, build func(p *Process) (Runner, error)) {
 // (the larger of 4 and the CPUs), unless DATABASE_URL sets pool_max_conns. The order
 // processor runs a worker per intents partition and per chain-facts partition plus its
 // due-order sweep, and each holds a connection for a step: with 4 connections its steps
-// queued for one, and it advanced about 40 orders/s on this 2-core machine.
-var PoolConns = map[string]int32{"orderflow": 24}
+// queued for one and it advanced about 40 orders/s on the 2-core bench machine; 8 doubled
+// that, while 12 and 24 added no pace there and took CPU from order creation (make bench,
+// orders_create). A replica on a machine of its own wants more: set pool_max_conns.
+var PoolConns = map[string]int32{"orderflow": 8}
 
 func run(log *slog.Logger, name string, build func(p *Process) (Runner, error)) error {
 	cfg, err := config.Load()
