@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +16,7 @@ import (
 
 	"rental/schemas/events"
 	"rental/schemas/topics"
+	"rental/schemas/webhooksig"
 )
 
 // Batches through the whole dev stack (docs/batches.md): the edge stores the batch, the
@@ -109,6 +114,40 @@ func outboxCount(t *testing.T, s *stack, id string) int {
 	return n
 }
 
+// hookReceiver is a webhook endpoint on this machine: it answers 204 and keeps every
+// delivery.
+type hookReceiver struct {
+	url string
+	mu  sync.Mutex
+	got []hookDelivery
+}
+
+type hookDelivery struct {
+	header http.Header
+	body   []byte
+}
+
+func newHookReceiver(t *testing.T) *hookReceiver {
+	t.Helper()
+	h := &hookReceiver{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		h.got = append(h.got, hookDelivery{header: r.Header.Clone(), body: body})
+		h.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	h.url = srv.URL + "/hooks"
+	return h
+}
+
+func (h *hookReceiver) deliveries() []hookDelivery {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]hookDelivery(nil), h.got...)
+}
+
 func waitFinished(t *testing.T, c *client, id string, within time.Duration) batchRecord {
 	t.Helper()
 	var b batchRecord
@@ -123,7 +162,16 @@ func waitFinished(t *testing.T, c *client, id string, within time.Duration) batc
 func TestE2EBatchWithAnUnaffordableReceiver(t *testing.T) {
 	e := e2eStack(t)
 	c := e.c
+	e.scopes = []string{"webhooks.write"}
 	e.signup()
+	// The account's webhook endpoint: a receiver on this machine (loopback targets are
+	// allowed in the dev stack) that records every delivery.
+	hook := newHookReceiver(t)
+	var endpoint struct {
+		Secret string `json:"secret"`
+	}
+	c.want(c.signed("POST", "/v1/webhooks", map[string]any{"url": hook.url, "events": []string{"batch.completed", "order.confirmed"}}),
+		201, "POST /v1/webhooks").decode(t, &endpoint)
 	const deposit = 20_000_000
 	e.deposit(deposit)
 	eventually(t, 15*time.Second, "GET /v1/prices answers 200", func() bool { return c.api("GET", "/v1/prices", nil).status == 200 })
@@ -196,6 +244,35 @@ func TestE2EBatchWithAnUnaffordableReceiver(t *testing.T) {
 	}
 	if n := outboxCount(t, e.s, b.ID); n != 1 {
 		t.Fatalf("%d batch.completed events written", n)
+	}
+	// The webhook: the three order.confirmed and the batch.completed, each signed with the
+	// endpoint's secret (each order's events keep their order; the batch's is on a topic
+	// of its own).
+	var got []hookDelivery
+	eventually(t, 30*time.Second, "webhook deliveries of the batch", func() bool {
+		got = hook.deliveries()
+		return len(got) >= 4
+	})
+	count := map[string]int{}
+	for _, d := range got {
+		if err := webhooksig.Verify(endpoint.Secret, d.header.Get("X-API-TIMESTAMP"), d.body, d.header.Get("X-API-SIGN"), time.Now()); err != nil {
+			t.Fatalf("delivery %s: signature: %v", d.header.Get("X-Event-Type"), err)
+		}
+		var env events.Envelope
+		if err := json.Unmarshal(d.body, &env); err != nil || env.EventID != d.header.Get("X-Event-Id") || env.Event != d.header.Get("X-Event-Type") {
+			t.Fatalf("delivery headers %v body %s (%v)", d.header, d.body, err)
+		}
+		count[env.Event]++
+		if env.Event != "batch.completed" {
+			continue
+		}
+		var delivered map[string]any
+		if err := json.Unmarshal(env.Data, &delivered); err != nil || delivered["batch_id"] != b.ID || delivered["status"] != "partial" {
+			t.Fatalf("batch.completed delivered with data %s", env.Data)
+		}
+	}
+	if count["order.confirmed"] != 3 || count["batch.completed"] != 1 || len(got) != 4 {
+		t.Fatalf("webhook deliveries %v", count)
 	}
 	// Finished: a cancel is 3009.
 	r := c.signed("POST", "/v1/batches/"+b.ID+"/cancel", nil)
