@@ -726,11 +726,11 @@ func (f *Flow) settle(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, a
 			return f.wait(ctx, tx, o, now.Add(f.o.RetryEvery))
 		}
 	}
-	return true, nil, f.confirm(ctx, tx, o, delivered, firstBlock)
+	return false, nil, f.confirm(ctx, tx, o, delivered, firstBlock)
 }
 
 // confirm records the delivery: the charge captured, a pro-rata refund for a partial
-// delivery, the totals, order.confirmed, and the expiry timer.
+// delivery, the totals, order.confirmed, the order active and its expiry timer.
 func (f *Flow) confirm(ctx context.Context, tx pgx.Tx, o orderstore.Row, delivered int64, firstBlock *time.Time) error {
 	now := f.o.Now()
 	at := now
@@ -764,9 +764,11 @@ func (f *Flow) confirm(ctx context.Context, tx pgx.Tx, o orderstore.Row, deliver
 		t := at.Add(time.Duration(*o.DurationSeconds) * time.Second)
 		expires = &t
 	}
-	if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'confirmed', delivered_amount = $2, partial = $3,
-			refunded_amount_sun = refunded_amount_sun + $4, delegated_at = $5, expires_at = $6, next_due_at = $7, updated_at = now()
-		WHERE id = $1`, o.ID, delivered, partial, refund, at, expires, now); err != nil {
+	// Confirmed, and at once active (the spec's automatic step): both in this transaction,
+	// so the order is due next at its expiry (an activation never).
+	if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'active', delivered_amount = $2, partial = $3,
+			refunded_amount_sun = refunded_amount_sun + $4, delegated_at = $5, expires_at = $6, next_due_at = $6, updated_at = now()
+		WHERE id = $1`, o.ID, delivered, partial, refund, at, expires); err != nil {
 		return err
 	}
 	row, err := orderstore.Lock(ctx, tx, o.ID)
@@ -774,6 +776,7 @@ func (f *Flow) confirm(ctx context.Context, tx pgx.Tx, o orderstore.Row, deliver
 		return err
 	}
 	f.transitions.WithLabelValues(string(orders.Confirmed)).Inc()
+	f.transitions.WithLabelValues(string(orders.Active)).Inc()
 	f.deliverySec.Observe(now.Sub(time.Time(o.CreatedAt)).Seconds())
 	return f.emit(ctx, tx, row, orders.EventConfirmed, row.Record.Confirmed())
 }
