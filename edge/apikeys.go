@@ -219,7 +219,11 @@ func (a *KeyAuthenticator) lookup(ctx context.Context, keyID string, now time.Ti
 		// read again before it expires and its requests never wait for Postgres; an entry
 		// is still never served older than CacheTTL (a revocation takes effect within it).
 		if age >= a.o.CacheTTL/2 {
-			a.group.DoChan(keyID, func() (any, error) { return a.fetch(context.WithoutCancel(ctx), keyID, now) })
+			a.group.DoChan(keyID, func() (any, error) {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
+				defer cancel()
+				return a.fetch(rctx, keyID, now)
+			})
 		}
 		return ck, ck.err
 	}
@@ -230,6 +234,9 @@ func (a *KeyAuthenticator) lookup(ctx context.Context, keyID string, now time.Ti
 	ck = v.(cachedKey)
 	return ck, ck.err
 }
+
+// refreshTimeout bounds a background refresh, which no request waits for.
+const refreshTimeout = 5 * time.Second
 
 // fetch reads the key from Postgres and caches the answer (a missing key too), stamped
 // with now, the time of the request that asked.
