@@ -358,9 +358,32 @@ func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req or
 		}
 		q = &qq
 	}
-	pr, err := m.price(ctx, req)
+	n, err := m.prepare(ctx, accountID, req, q, batchID, subscriptionID)
 	if err != nil {
 		return orders.Record{}, nil, err
+	}
+	if req.resource == pricing.Energy && m.o.ReceiverMaxEnergy > 0 {
+		if err := m.checkReceiverCeiling(ctx, tx, req.receiver, req.amount); err != nil {
+			return orders.Record{}, nil, err
+		}
+	}
+	b := &pgx.Batch{}
+	w, err := m.queueWrites(b, n, key)
+	if err != nil {
+		return orders.Record{}, nil, err
+	}
+	if err := w.result(ctx, tx, tx.SendBatch(ctx, b).Close()); err != nil {
+		return orders.Record{}, nil, err
+	}
+	return w.ins.Row.Record, w.body, nil
+}
+
+// prepare prices the order and runs every check that needs neither the database nor a
+// lock (activation rules, max_price_sun): what it returns is the order to store.
+func (m *Orders) prepare(ctx context.Context, accountID string, req orderRequest, q *quotes.Quote, batchID, subscriptionID *string) (orderstore.NewOrder, error) {
+	pr, err := m.price(ctx, req)
+	if err != nil {
+		return orderstore.NewOrder{}, err
 	}
 	activated := pr.activated != nil && *pr.activated // price is binding: never nil here
 	n := orderstore.NewOrder{
@@ -375,7 +398,7 @@ func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req or
 	n.MaxPriceSun = req.maxPriceSun
 	if req.resource == pricing.Activation {
 		if activated {
-			return orders.Record{}, nil, Invalid("receiver", "already_activated", "the receiver is already activated; an activation order has nothing to do")
+			return n, Invalid("receiver", "already_activated", "the receiver is already activated; an activation order has nothing to do")
 		}
 		// One activation at the activation price (a quote's, when it locked one).
 		n.Amount, n.ActivationAmountSun = 1, pr.activateSun
@@ -385,7 +408,7 @@ func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req or
 		n.UnitPriceCenti = int64(pricing.SunToCentisun(n.ActivationAmountSun))
 	} else {
 		if !activated && !req.activate {
-			return orders.Record{}, nil, apierr.ReceiverNotActivated.New("the receiver is not activated; order with activate = true (adds the activation fee) or activate it first").
+			return n, apierr.ReceiverNotActivated.New("the receiver is not activated; order with activate = true (adds the activation fee) or activate it first").
 				WithField("receiver").With("activate_amount_sun", pr.activateSun)
 		}
 		tier, secs := string(req.tier), pricing.TierSeconds(req.tier)
@@ -402,50 +425,62 @@ func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req or
 			}
 		}
 	}
-	total := n.Total()
-	if req.maxPriceSun != nil && total > *req.maxPriceSun {
-		return orders.Record{}, nil, apierr.PriceAboveLimit.Newf("the total of %d SUN is above max_price_sun %d; nothing was charged", total, *req.maxPriceSun).
+	if total := n.Total(); req.maxPriceSun != nil && total > *req.maxPriceSun {
+		return n, apierr.PriceAboveLimit.Newf("the total of %d SUN is above max_price_sun %d; nothing was charged", total, *req.maxPriceSun).
 			WithField("max_price_sun").With("total_amount_sun", total).With("max_price_sun", *req.maxPriceSun)
 	}
-	if req.resource == pricing.Energy && m.o.ReceiverMaxEnergy > 0 {
-		if err := m.checkReceiverCeiling(ctx, tx, req.receiver, req.amount); err != nil {
-			return orders.Record{}, nil, err
-		}
+	return n, nil
+}
+
+// writes are an order's writes queued in a batch: the hold, the order row with its intent,
+// and (with an idempotency key) the stored 201.
+type writes struct {
+	accountID string
+	hold      *ledger.QueuedHold
+	ins       *orderstore.QueuedInsert
+	body      []byte
+	max       int
+}
+
+// queueWrites queues n's writes in b. The hold's UPDATE of the account's ledger row
+// serialises concurrent creations of the account from there to commit, so the in-flight
+// count of the insert after it is exact. The hold also counts the order in orders_created
+// (energy_delegated is counted by the processor when the delegation is confirmed, with the
+// amount actually delivered). A refusal of any of them is answered after the batch ran,
+// and the caller's rollback undoes the others.
+func (m *Orders) queueWrites(b *pgx.Batch, n orderstore.NewOrder, key *idempotency.Key) (*writes, error) {
+	w := &writes{accountID: n.AccountID, max: m.o.MaxInFlight}
+	var err error
+	if w.hold, err = m.o.Ledger.QueueOrderHold(b, n.AccountID, n.ID, n.Total()); err != nil {
+		return nil, err
 	}
-	// The hold's UPDATE of the account's ledger row serialises concurrent creations of the
-	// account from here to commit, so the in-flight count of the insert after it is exact.
-	// It also counts the order in orders_created (energy_delegated is counted by the
-	// processor when the delegation is confirmed, with the amount actually delivered).
-	// Hold, order row with its intent, and the stored response go in one round trip; a
-	// refusal of any of them rolls all of them back with the transaction.
-	b := &pgx.Batch{}
-	hold, err := m.o.Ledger.QueueOrderHold(b, accountID, n.ID, total)
-	if err != nil {
-		return orders.Record{}, nil, err
+	if w.ins, err = orderstore.QueueInsertLimited(b, n, m.o.MaxInFlight); err != nil {
+		return nil, err
 	}
-	ins, err := orderstore.QueueInsertLimited(b, n, m.o.MaxInFlight)
-	if err != nil {
-		return orders.Record{}, nil, err
-	}
-	var body []byte
 	if key != nil {
-		if body, err = json.Marshal(ins.Row.Record); err != nil {
-			return orders.Record{}, nil, err
+		if w.body, err = json.Marshal(w.ins.Row.Record); err != nil {
+			return nil, err
 		}
-		m.o.Idempotency.QueueComplete(b, *key, idempotency.Response{Status: fasthttp.StatusCreated, Body: body, ObjectID: n.ID})
+		m.o.Idempotency.QueueComplete(b, *key, idempotency.Response{Status: fasthttp.StatusCreated, Body: w.body, ObjectID: n.ID})
 	}
-	if err := hold.Result(ctx, tx, tx.SendBatch(ctx, b).Close()); err != nil {
-		return orders.Record{}, nil, err
+	return w, nil
+}
+
+// result answers the queued writes once their batch ran: the hold's refusal (4001, 4002,
+// 4004), else 1101 when the account had too many orders in flight, else nil.
+func (w *writes) result(ctx context.Context, tx pgx.Tx, batchErr error) error {
+	if err := w.hold.Result(ctx, tx, batchErr); err != nil {
+		return err
 	}
-	if !ins.Admitted {
-		inFlight, err := orderstore.InFlight(ctx, tx, accountID)
+	if !w.ins.Admitted {
+		inFlight, err := orderstore.InFlight(ctx, tx, w.accountID)
 		if err != nil {
-			return orders.Record{}, nil, err
+			return err
 		}
-		return orders.Record{}, nil, apierr.ConcurrencyLimited.Newf("%d orders of this account are still being delivered; the limit is %d", inFlight, m.o.MaxInFlight).
-			With("limit", m.o.MaxInFlight).With("in_flight", inFlight).WithRetryAfter(1)
+		return apierr.ConcurrencyLimited.Newf("%d orders of this account are still being delivered; the limit is %d", inFlight, w.max).
+			With("limit", w.max).With("in_flight", inFlight).WithRetryAfter(1)
 	}
-	return ins.Row.Record, body, nil
+	return nil
 }
 
 // ---- orders the service places on an account's behalf ----
