@@ -498,8 +498,15 @@ func TestBatchProcessorPlacesAndRefuses(t *testing.T) {
 			"status": "created", "amount": 10_000.0, "tier": "1h", "total_amount_sun": float64(perReceiverSun)})
 	}
 	last := b.Receivers[2]
-	if last.Status != "insufficient_funds" || last.OrderID != nil || last.Error == nil || last.Error.Code != 4002 && last.Error.Code != 4001 {
+	if last.Status != "insufficient_funds" || last.OrderID == nil || last.Charged != 0 || last.Error == nil || last.Error.Code != 4002 && last.Error.Code != 4001 {
 		t.Fatalf("third receiver %+v", last)
+	}
+	// Its order is failed with the refusal, and charged nothing.
+	refused := be.signed(t, be.key, "GET", "/v1/orders/"+*last.OrderID, "")
+	checkFields(t, refused, 200, map[string]any{"batch_id": id, "client_order_id": fmt.Sprintf("%s:2", id), "status": "failed",
+		"charged_amount_sun": 0.0, "refunded_amount_sun": 0.0})
+	if f := refused.json["failure"].(map[string]any); f["code"] != float64(last.Error.Code) {
+		t.Fatalf("refused order failure %v", f)
 	}
 	if last.Error.Details["required_sun"] != float64(perReceiverSun) || last.Error.Details["available_sun"] != 1_000_000.0 {
 		t.Fatalf("refusal details %v", last.Error.Details)
@@ -512,7 +519,7 @@ func TestBatchProcessorPlacesAndRefuses(t *testing.T) {
 		t.Fatalf("charged_amount_sun %d", b.ChargedAmountSun)
 	}
 	list := be.signed(t, be.key, "GET", "/v1/orders?batch_id="+id, "")
-	if list.status != 200 || len(list.json["data"].([]any)) != 2 {
+	if list.status != 200 || len(list.json["data"].([]any)) != 3 {
 		t.Fatalf("GET /v1/orders?batch_id: %d %s", list.status, list.body)
 	}
 	// Picked up: not cancellable, and nothing is left pending.
@@ -674,7 +681,7 @@ func TestBatchOfRefusedReceiversEndsFailed(t *testing.T) {
 		t.Fatalf("batch %+v", b)
 	}
 	for i, r := range b.Receivers {
-		if r.Status != "failed" || r.OrderID != nil || r.Error == nil || r.Error.Code != 3004 || r.Error.Slug != "receiver_not_activated" ||
+		if r.Status != "failed" || r.OrderID == nil || r.Charged != 0 || r.Error == nil || r.Error.Code != 3004 || r.Error.Slug != "receiver_not_activated" ||
 			r.Error.Details["activate_amount_sun"] != float64(testActivationSun) {
 			t.Fatalf("receiver %d: %+v", i, r)
 		}
@@ -712,8 +719,15 @@ func TestBatchOfASuspendedAccountPlacesNothing(t *testing.T) {
 	if n := be.count(t, `SELECT count(*) FROM batch_receivers WHERE batch_id = $1 AND state = 'failed' AND (error->>'code')::int = 1008`, id); n != 2 {
 		t.Fatalf("%d receivers failed with 1008", n)
 	}
-	if n := be.count(t, `SELECT count(*) FROM orders WHERE batch_id = $1`, id); n != 0 {
+	// Each receiver's order is failed with 1008 and charged nothing (N order events for N
+	// receivers); none was placed.
+	if n := be.count(t, `SELECT count(*) FROM orders WHERE batch_id = $1 AND (status <> 'failed' OR charged_amount_sun <> 0
+			OR (failure->>'code')::int <> 1008)`, id); n != 0 {
 		t.Fatalf("%d orders placed for a suspended account", n)
+	}
+	if n := be.count(t, `SELECT count(*) FROM outbox WHERE topic = 'events.orders.v1' AND key IN (SELECT id FROM orders WHERE batch_id = $1)
+			AND convert_from(value, 'UTF8')::jsonb->>'event' = 'order.failed'`, id); n != 2 {
+		t.Fatalf("%d order.failed events for two refused receivers", n)
 	}
 }
 

@@ -241,6 +241,13 @@ func MarkPlaced(ctx context.Context, tx pgx.Tx, batchID string, idx int, orderID
 	return touch(ctx, tx, batchID, now)
 }
 
+// AttachOrder records the order of a receiver refused at placement (orderstore.InsertRefused):
+// the receiver keeps its outcome, the failed order is its order.
+func AttachOrder(ctx context.Context, tx pgx.Tx, batchID string, idx int, orderID string) error {
+	_, err := tx.Exec(ctx, `UPDATE batch_receivers SET order_id = $3 WHERE batch_id = $1 AND idx = $2`, batchID, idx, orderID)
+	return err
+}
+
 // Postpone leaves the receiver pending until due (a placement refused for a reason that
 // passes, such as the account's in-flight limit).
 func Postpone(ctx context.Context, tx pgx.Tx, batchID string, idx int, due, now time.Time) error {

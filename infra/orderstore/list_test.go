@@ -145,6 +145,18 @@ func TestDeliveryStatsOfTheLastHour(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, `UPDATE orders SET status = 'failed' WHERE id = $1`, ids[3]); err != nil {
 		t.Fatal(err)
 	}
+	// A batch receiver refused at placement is a failed order that was never a delivery
+	// attempt: it does not count.
+	err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		tier, secs := "1h", int64(3600)
+		_, err := InsertRefused(ctx, tx, NewOrder{ID: NewID(), AccountID: acc, Network: network.Nile, ClientOrderID: "bat_x:0",
+			Resource: orders.Energy, Amount: 65_000, Tier: &tier, DurationSeconds: &secs, Receiver: "TRecv", CreatedAt: now},
+			orders.Failure{Code: 4001, Slug: "insufficient_funds", Message: "no money"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	w, err := DeliveryStats{Pool: db.Pool}.DeliveryLastHour(ctx)
 	if err != nil {
 		t.Fatal(err)

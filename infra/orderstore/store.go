@@ -203,6 +203,35 @@ func QueueInsertLimited(b *pgx.Batch, n NewOrder, maxInFlight int) (*QueuedInser
 	return q, nil
 }
 
+// InsertRefused records an order that was refused when it was placed on the account's
+// behalf (a batch receiver the balance could not pay, say): status failed with the
+// refusal as its failure, nothing charged, no price, no processing, and order.failed
+// (refund_complete true: there is nothing to reverse) in the same transaction. It keeps
+// the spec's rule that a batch of N receivers yields N order events. Only n's identity
+// fields (id, account, network, client_order_id, batch, subscription, resource, amount,
+// tier, receiver, activate, created_at) are used.
+func InsertRefused(ctx context.Context, tx pgx.Tx, n NewOrder, f orders.Failure) (Row, error) {
+	if n.ID == "" || n.AccountID == "" || n.ClientOrderID == "" {
+		return Row{}, errors.New("orderstore: order without id, account or client_order_id")
+	}
+	created := n.CreatedAt.UTC().Truncate(time.Millisecond)
+	row, err := scan(tx.QueryRow(ctx, `INSERT INTO orders (id, account_id, network, client_order_id, batch_id, subscription_id,
+			status, resource, amount, tier, duration_seconds, receiver, activate, unit_price_centi, energy_amount_sun,
+			activation_amount_sun, total_amount_sun, charged_amount_sun, failure, ended_at, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, 'failed', $7, $8, $9, $10, $11, $12, 0, 0, 0, 0, 0, $13, $14, $14, $14)
+		RETURNING `+columns,
+		n.ID, n.AccountID, string(n.Network), n.ClientOrderID, n.BatchID, n.SubscriptionID, string(n.Resource), n.Amount,
+		n.Tier, n.DurationSeconds, n.Receiver, n.Activate, f, created))
+	if err != nil {
+		return Row{}, fmt.Errorf("orderstore: insert refused order: %w", err)
+	}
+	env, err := events.New(orders.EventFailed, row.AccountID, row.Network, row.Record.FailedEvent(true))
+	if err != nil {
+		return Row{}, err
+	}
+	return row, outbox.Insert(ctx, tx, env)
+}
+
 // Created is the row InsertLimited writes for n, as Get would read it back.
 func Created(n NewOrder) Row {
 	created := n.CreatedAt.UTC().Truncate(time.Millisecond)
@@ -308,10 +337,11 @@ type DeliveryStats struct{ Pool Querier }
 func (d DeliveryStats) DeliveryLastHour(ctx context.Context) (health.DeliveryWindow, error) {
 	var w health.DeliveryWindow
 	var median *float64
+	// Orders refused at placement (InsertRefused: never charged) were no delivery attempt.
 	err := d.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'failed'),
 			percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM delegated_at - created_at))
 				FILTER (WHERE delegated_at IS NOT NULL)
-		FROM orders WHERE created_at > now() - interval '1 hour'`).Scan(&w.Orders, &w.Failed, &median)
+		FROM orders WHERE created_at > now() - interval '1 hour' AND charged_amount_sun > 0`).Scan(&w.Orders, &w.Failed, &median)
 	if err != nil {
 		return w, err
 	}

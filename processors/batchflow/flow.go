@@ -34,8 +34,10 @@ import (
 	"rental/infra/batchstore"
 	"rental/infra/kafka"
 	"rental/infra/metrics"
+	"rental/infra/orderstore"
 	"rental/processors/batches"
 	"rental/processors/orders"
+	"rental/processors/pricing"
 	"rental/schemas/apierr"
 	"rental/schemas/events"
 	"rental/schemas/topics"
@@ -261,8 +263,14 @@ func (f *Flow) PlaceNext(ctx context.Context) (did bool, err error) {
 		if rerr.Message == "" {
 			rerr.Message = refusal.Code.Desc
 		}
-		_, finished, err = batchstore.Resolve(ctx, tx, c.BatchID, c.Index, []batches.State{batches.Pending}, outcome, rerr, now)
-		return err
+		var resolved bool
+		resolved, finished, err = batchstore.Resolve(ctx, tx, c.BatchID, c.Index, []batches.State{batches.Pending}, outcome, rerr, now)
+		if err != nil || !resolved {
+			return err
+		}
+		// The refused receiver still gets its order, failed and never charged, so that a
+		// batch of N receivers yields N order events (spec, Events, semantics 6).
+		return f.recordRefused(ctx, tx, c, rerr, now)
 	})
 	if err != nil {
 		return did, fmt.Errorf("batch %s receiver %d: %w", c.BatchID, c.Index, err)
@@ -280,6 +288,21 @@ func (f *Flow) PlaceNext(ctx context.Context) (did bool, err error) {
 	}
 	f.ended(finished)
 	return true, nil
+}
+
+// recordRefused stores the failed order of a receiver refused at placement, with
+// order.failed, and attaches it to the receiver.
+func (f *Flow) recordRefused(ctx context.Context, tx pgx.Tx, c batchstore.Claimed, rerr *batches.ReceiverError, now time.Time) error {
+	n := orderstore.NewOrder{ID: orderstore.NewID(), AccountID: c.AccountID, Network: c.Network, ClientOrderID: c.ClientOrderID(),
+		BatchID: &c.BatchID, Resource: orders.Resource(c.Resource), Amount: c.Amount, Receiver: c.Receiver, Activate: c.Activate,
+		CreatedAt: now}
+	tier, secs := c.Tier, pricing.TierSeconds(pricing.Tier(c.Tier))
+	n.Tier, n.DurationSeconds = &tier, &secs
+	row, err := orderstore.InsertRefused(ctx, tx, n, orders.Failure{Code: rerr.Code, Slug: rerr.Slug, Message: rerr.Message})
+	if err != nil {
+		return err
+	}
+	return batchstore.AttachOrder(ctx, tx, c.BatchID, c.Index, row.ID)
 }
 
 // place runs the Placer in a savepoint, so that a refusal or an error inside it leaves the

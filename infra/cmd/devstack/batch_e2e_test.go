@@ -170,7 +170,7 @@ func TestE2EBatchWithAnUnaffordableReceiver(t *testing.T) {
 	var endpoint struct {
 		Secret string `json:"secret"`
 	}
-	c.want(c.signed("POST", "/v1/webhooks", map[string]any{"url": hook.url, "events": []string{"batch.completed", "order.confirmed"}}),
+	c.want(c.signed("POST", "/v1/webhooks", map[string]any{"url": hook.url, "events": []string{"batch.completed", "order.confirmed", "order.failed"}}),
 		201, "POST /v1/webhooks").decode(t, &endpoint)
 	const deposit = 20_000_000
 	e.deposit(deposit)
@@ -194,10 +194,18 @@ func TestE2EBatchWithAnUnaffordableReceiver(t *testing.T) {
 		t.Fatalf("finished batch %+v, want partial with %v", b, wantSummary)
 	}
 	refused := b.Receivers[2]
-	if refused.Status != "insufficient_funds" || refused.OrderID != nil || refused.Error == nil || refused.Error.Code != 4001 ||
+	if refused.Status != "insufficient_funds" || refused.OrderID == nil || refused.Error == nil || refused.Error.Code != 4001 ||
 		refused.Error.Details["required_sun"] <= deposit {
 		t.Fatalf("the unaffordable receiver: %+v", refused)
 	}
+	// Its order is failed with 4001, charged nothing, and sent order.failed: a batch of four
+	// yields four order events.
+	var ro orderRecord
+	c.want(c.signed("GET", "/v1/orders/"+*refused.OrderID, nil), 200, "GET the refused order").decode(t, &ro)
+	if ro.Status != "failed" || ro.TotalAmountSun != 0 || ro.RefundedAmountSun != 0 || ro.Failure == nil || ro.Failure.Code != 4001 {
+		t.Fatalf("the unaffordable receiver's order: %+v", ro)
+	}
+	orderEvents(t, e.s, *refused.OrderID, "order.failed")
 	var spent int64
 	for _, i := range []int{0, 1, 3} {
 		r := b.Receivers[i]
@@ -227,7 +235,7 @@ func TestE2EBatchWithAnUnaffordableReceiver(t *testing.T) {
 		Data []orderRecord `json:"data"`
 	}
 	c.want(c.signed("GET", "/v1/orders?batch_id="+b.ID, nil), 200, "GET /v1/orders?batch_id").decode(t, &list)
-	if len(list.Data) != 3 {
+	if len(list.Data) != 4 {
 		t.Fatalf("%d orders listed for the batch", len(list.Data))
 	}
 
@@ -245,13 +253,13 @@ func TestE2EBatchWithAnUnaffordableReceiver(t *testing.T) {
 	if n := outboxCount(t, e.s, b.ID); n != 1 {
 		t.Fatalf("%d batch.completed events written", n)
 	}
-	// The webhook: the three order.confirmed and the batch.completed, each signed with the
+	// The webhook: three order.confirmed, one order.failed and the batch.completed, each signed with the
 	// endpoint's secret (each order's events keep their order; the batch's is on a topic
 	// of its own).
 	var got []hookDelivery
 	eventually(t, 30*time.Second, "webhook deliveries of the batch", func() bool {
 		got = hook.deliveries()
-		return len(got) >= 4
+		return len(got) >= 5
 	})
 	count := map[string]int{}
 	for _, d := range got {
@@ -271,7 +279,7 @@ func TestE2EBatchWithAnUnaffordableReceiver(t *testing.T) {
 			t.Fatalf("batch.completed delivered with data %s", env.Data)
 		}
 	}
-	if count["order.confirmed"] != 3 || count["batch.completed"] != 1 || len(got) != 4 {
+	if count["order.confirmed"] != 3 || count["order.failed"] != 1 || count["batch.completed"] != 1 || len(got) != 5 {
 		t.Fatalf("webhook deliveries %v", count)
 	}
 	// Finished: a cancel is 3009.
