@@ -15,7 +15,6 @@ package edge
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -769,31 +768,8 @@ type orderList struct {
 	NextCursor *string         `json:"next_cursor"`
 }
 
-// cursorPrefix versions the opaque cursor: position = created_at (µs since the epoch)
-// and id of the last order of the previous page.
-const cursorPrefix = "o1:"
-
-func encodeCursor(p orderstore.Position) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatInt(p.CreatedAt.UnixMicro(), 10) + ":" + p.ID))
-}
-
-func decodeCursor(s string) (orderstore.Position, error) {
-	bad := Invalid("cursor", "format", "cursor is not one this endpoint issued; pass next_cursor unchanged")
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return orderstore.Position{}, bad
-	}
-	rest, ok := strings.CutPrefix(string(raw), cursorPrefix)
-	if !ok {
-		return orderstore.Position{}, bad
-	}
-	micros, id, ok := strings.Cut(rest, ":")
-	us, err := strconv.ParseInt(micros, 10, 64)
-	if !ok || err != nil || !orderIDPattern.MatchString(id) {
-		return orderstore.Position{}, bad
-	}
-	return orderstore.Position{CreatedAt: time.UnixMicro(us).UTC(), ID: id}, nil
-}
+// orderCursor pages GET /v1/orders.
+var orderCursor = listCursor{prefix: "o1:", id: orderIDPattern}
 
 func (m *Orders) listOrders(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	p := PrincipalFrom(rc)
@@ -816,7 +792,7 @@ func (m *Orders) listOrders(ctx context.Context, rc *fasthttp.RequestCtx) error 
 	}
 	var f orderstore.Filter
 	if v, ok := q["cursor"]; ok {
-		pos, err := decodeCursor(v)
+		pos, err := orderCursor.decode(v)
 		if err != nil {
 			return err
 		}
@@ -887,7 +863,7 @@ func (m *Orders) listOrders(ctx context.Context, rc *fasthttp.RequestCtx) error 
 		out.Data[i] = r.Record
 	}
 	if next != nil {
-		c := encodeCursor(*next)
+		c := orderCursor.encode(*next)
 		out.NextCursor = &c
 	}
 	return WriteJSON(rc, fasthttp.StatusOK, out)

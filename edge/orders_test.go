@@ -734,7 +734,7 @@ func TestOrderListAndGet(t *testing.T) {
 	}
 	bad := map[string]string{
 		"?limit=0": "limit", "?limit=201": "limit", "?limit=x": "limit", "?cursor=zzz": "cursor",
-		"?cursor=" + encodeCursor(orderstore.Position{CreatedAt: testT0, ID: "ord_000000000000000000000000"})[:10]: "cursor", "?status=done": "status", "?created_after=yesterday": "created_after",
+		"?cursor=" + orderCursor.encode(orderstore.Position{CreatedAt: testT0, ID: "ord_000000000000000000000000"})[:10]: "cursor", "?status=done": "status", "?created_after=yesterday": "created_after",
 		"?created_before=2025-13-01": "created_before", "?receiver=TXYZ": "receiver", "?resource=gas": "resource",
 		"?client_order_id=a%20b": "client_order_id", "?status=active&status=created": "status",
 	}

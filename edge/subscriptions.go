@@ -18,7 +18,6 @@ package edge
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -572,29 +571,8 @@ type subscriptionList struct {
 	NextCursor *string             `json:"next_cursor"`
 }
 
-const subCursorPrefix = "s1:"
-
-func encodeSubCursor(p substore.Position) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(subCursorPrefix + strconv.FormatInt(p.CreatedAt.UnixMicro(), 10) + ":" + p.ID))
-}
-
-func decodeSubCursor(s string) (substore.Position, error) {
-	bad := Invalid("cursor", "format", "cursor is not one this endpoint issued; pass next_cursor unchanged")
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return substore.Position{}, bad
-	}
-	rest, ok := strings.CutPrefix(string(raw), subCursorPrefix)
-	if !ok {
-		return substore.Position{}, bad
-	}
-	micros, id, ok := strings.Cut(rest, ":")
-	us, err := strconv.ParseInt(micros, 10, 64)
-	if !ok || err != nil || !subscriptionIDPattern.MatchString(id) {
-		return substore.Position{}, bad
-	}
-	return substore.Position{CreatedAt: time.UnixMicro(us).UTC(), ID: id}, nil
-}
+// subscriptionCursor pages GET /v1/subscriptions.
+var subscriptionCursor = listCursor{prefix: "s1:", id: subscriptionIDPattern}
 
 func (m *Subscriptions) listSubscriptions(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	p, err := accountOf(rc)
@@ -616,7 +594,7 @@ func (m *Subscriptions) listSubscriptions(ctx context.Context, rc *fasthttp.Requ
 	}
 	var f substore.Filter
 	if v, ok := q["cursor"]; ok {
-		pos, err := decodeSubCursor(v)
+		pos, err := subscriptionCursor.decode(v)
 		if err != nil {
 			return err
 		}
@@ -661,7 +639,7 @@ func (m *Subscriptions) listSubscriptions(ctx context.Context, rc *fasthttp.Requ
 		out.Data[i] = r.Record(delegated[r.ID], nil)
 	}
 	if next != nil {
-		c := encodeSubCursor(*next)
+		c := subscriptionCursor.encode(*next)
 		out.NextCursor = &c
 	}
 	return WriteJSON(rc, fasthttp.StatusOK, out)

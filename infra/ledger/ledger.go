@@ -162,13 +162,6 @@ func (l *Ledger) PlaceHold(ctx context.Context, tx pgx.Tx, accountID, holdRef st
 	return l.placeHold(ctx, tx, accountID, holdRef, amountSun, 0)
 }
 
-// PlaceOrderHold is PlaceHold for a new order, which it also counts in the account's
-// lifetime orders_created (AddOrderTotals), in the same statement: order creation is the
-// hot path. A repeat (the hold exists) counts nothing.
-func (l *Ledger) PlaceOrderHold(ctx context.Context, tx pgx.Tx, accountID, orderID string, amountSun int64) error {
-	return l.placeHold(ctx, tx, accountID, orderID, amountSun, 1)
-}
-
 func (l *Ledger) placeHold(ctx context.Context, tx pgx.Tx, accountID, holdRef string, amountSun, orders int64) error {
 	b := &pgx.Batch{}
 	q, err := l.queueHold(b, accountID, holdRef, amountSun, orders)
@@ -189,7 +182,10 @@ type QueuedHold struct {
 	row            row
 }
 
-// QueueOrderHold queues PlaceOrderHold in b. Invalid arguments are refused at once.
+// QueueOrderHold queues the hold of a new order in b: PlaceHold that also counts the order
+// in the account's lifetime orders_created (AddOrderTotals) in the same statement, since
+// order creation is the hot path (a repeat, the hold existing, counts nothing). Invalid
+// arguments are refused at once.
 func (l *Ledger) QueueOrderHold(b *pgx.Batch, accountID, orderID string, amountSun int64) (*QueuedHold, error) {
 	return l.queueHold(b, accountID, orderID, amountSun, 1)
 }
