@@ -27,6 +27,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"rental/infra/idempotency"
@@ -79,8 +80,15 @@ type OrdersOptions struct {
 	// LockWait bounds how long a creation waits for a concurrent creation of the same
 	// account (or receiver) before answering 4004 ledger_conflict (default 3 s).
 	LockWait time.Duration
-	Logger   *slog.Logger     // default: discard
-	Now      func() time.Time // default: the pricing module's clock (quotes are stamped with it)
+	// GroupCommitters is how many transactions may store creations in groups at once
+	// (ordergroup.go); 0 is DefaultGroupCommitters, a negative value stores every order in
+	// its own transaction. GroupMax bounds a group (default DefaultGroupMax).
+	GroupCommitters int
+	GroupMax        int
+	// Registerer receives the group commit's metrics (default: Prometheus' default).
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger     // default: discard
+	Now        func() time.Time // default: the pricing module's clock (quotes are stamped with it)
 }
 
 // Orders is the module serving the order endpoints.
@@ -88,7 +96,8 @@ type Orders struct {
 	o       OrdersOptions
 	log     *slog.Logger
 	own     map[tron.Address]bool
-	reclaim HandlerFunc // POST /v1/orders/{id}/reclaim behind the Idempotency-Key handling
+	reclaim HandlerFunc     // POST /v1/orders/{id}/reclaim behind the Idempotency-Key handling
+	group   *groupCommitter // nil: every creation in its own transaction
 }
 
 // NewOrders checks the options.
@@ -124,6 +133,15 @@ func NewOrders(o OrdersOptions) (*Orders, error) {
 		}
 	}
 	m.reclaim = idempotentOn(o.Idempotency, m.reclaimOrder)
+	if o.GroupCommitters == 0 {
+		m.o.GroupCommitters = DefaultGroupCommitters
+	}
+	if o.GroupMax <= 0 {
+		m.o.GroupMax = DefaultGroupMax
+	}
+	if m.o.GroupCommitters > 0 {
+		m.group = newGroupCommitter(m, o.Registerer)
+	}
 	return m, nil
 }
 
@@ -277,6 +295,15 @@ func (m *Orders) createOrder(ctx context.Context, rc *fasthttp.RequestCtx) error
 	var act activationState
 	act.activated, act.known = m.o.Pricing.activation.Activated(ctx, req.receiver)
 	req.activation = &act
+	if body, ok, err := m.createInGroup(ctx, p.AccountID, req, key); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		rc.Response.Header.SetContentType(contentTypeJSON)
+		rc.SetStatusCode(fasthttp.StatusCreated)
+		rc.SetBody(body)
+		return nil
+	}
 	var (
 		body     []byte
 		replayed bool
@@ -316,6 +343,30 @@ func (m *Orders) createOrder(ctx context.Context, rc *fasthttp.RequestCtx) error
 	}
 	rc.SetBody(body)
 	return nil
+}
+
+// createInGroup stores the order through the group commit when it can: ok with the 201
+// body when it was stored. Not ok (and no error) leaves it to the one-by-one transaction:
+// an order with a quote or under the receiver ceiling (both need reads under locks of
+// their own), an order whose pricing refuses it (the answer depends on whether
+// client_order_id replays, which only the claim knows), or one the group declined.
+func (m *Orders) createInGroup(ctx context.Context, accountID string, req orderRequest, key idempotency.Key) ([]byte, bool, error) {
+	if m.group == nil || req.quoteID != "" || (req.resource == pricing.Energy && m.o.ReceiverMaxEnergy > 0) {
+		return nil, false, nil
+	}
+	n, err := m.prepare(ctx, accountID, req, nil, nil, nil)
+	if err != nil {
+		return nil, false, nil
+	}
+	e := &groupEntry{n: n, key: key, hash: req.hash(), rcv: req.receiver}
+	switch err := m.group.submit(ctx, e); {
+	case err == nil:
+		return e.body, true, nil
+	case errors.Is(err, errDeclined):
+		return nil, false, nil
+	default:
+		return nil, false, err
+	}
 }
 
 // inTx runs fn in a transaction of the ledger's pool. Serialisation failures, deadlocks and

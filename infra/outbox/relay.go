@@ -228,7 +228,10 @@ func (r *Relay) publishBatch(ctx context.Context, shard int) (n int, busy bool, 
 	if err := r.o.Producer.ProduceSync(bctx, recs...).FirstErr(); err != nil {
 		return 0, false, fmt.Errorf("produce: %w", err)
 	}
-	if _, err := tx.Exec(bctx, `UPDATE outbox SET published_at = now() WHERE id = ANY($1)`, ids); err != nil {
+	// Planned for each call (QueryExecModeExec), never from a cached generic plan: one
+	// prepared while the table was small keeps scanning all of it once it has grown, until
+	// an ANALYZE; a new database reached a sequential scan per batch that way.
+	if _, err := tx.Exec(bctx, `UPDATE outbox SET published_at = now() WHERE id = ANY($1)`, pgx.QueryExecModeExec, ids); err != nil {
 		return 0, false, err
 	}
 	if err := tx.Commit(bctx); err != nil {

@@ -104,6 +104,7 @@ type settings struct {
 	cpuProfile             string
 	traceSQL               bool
 	noProcessor            bool
+	processorConns         int // 0: as its binary sizes it
 	redisDB                int
 	orderEnergy            int64
 	orderTier              string
@@ -150,6 +151,7 @@ func loadSettings() (settings, error) {
 		cpuProfile:     os.Getenv("ORDERS_BENCH_CPUPROFILE"),
 		traceSQL:       os.Getenv("ORDERS_BENCH_TRACE_SQL") == "1",
 		noProcessor:    os.Getenv("ORDERS_BENCH_PROCESSOR") == "off",
+		processorConns: num("ORDERS_BENCH_PROCESSOR_CONNS", 0),
 		redisDB:        12,
 		orderEnergy:    65_000,
 		orderTier:      "1h",
@@ -565,6 +567,9 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 	}
 	// A stage's pool is sized as its binary sizes it (stages.PoolConns).
 	stagePool := func(binary string) (*pgxpool.Pool, error) {
+		if binary == "orderflow" && st.processorConns > 0 {
+			return connect(withParam(dsn, "pool_max_conns", strconv.Itoa(st.processorConns)), nil)
+		}
 		if n := stages.PoolConns[binary]; n > 0 {
 			return connect(withParam(dsn, "pool_max_conns", strconv.Itoa(int(n))), nil)
 		}

@@ -1,0 +1,306 @@
+package edge
+
+// Group commit of order creation (docs/orders.md "Group commit").
+//
+// POST /v1/orders prices its order without the database, then hands it to a committer.
+// A committer takes every creation waiting (up to GroupMax) and stores them in ONE
+// transaction of four round trips, however many there are:
+//
+//  1. BEGIN;
+//  2. the receivers' own-address check, the accounts' ledger rows locked (FOR UPDATE, in
+//     account order) with their funds, which client_order_ids have a record, and the
+//     accounts' in-flight counts;
+//  3. for the orders it admits: the holds (one UPDATE of the accounts, one INSERT of the
+//     holds), the orders and their intents, the idempotency records with the 201 bodies;
+//  4. COMMIT.
+//
+// Each order keeps the guarantee of the one-by-one path: its record, hold, row and intent
+// commit together or not at all. The committer admits only the plain case: a fresh
+// client_order_id, a receiver that is not ours, funds that cover the total (after the
+// group's earlier orders of the account) and room under the in-flight limit. Everything
+// else is declined and goes through the one-by-one transaction (createOne), which gives
+// the replay, 3010, 3015, 3003, 4001/4002 or 1101 answer with its details exactly as
+// before; so does every member of a group whose transaction failed. A declined order was
+// never written: the group decided before writing, or rolled back.
+//
+// Per order this is a fraction of the one-by-one path's Postgres work (statements and
+// commits are shared), which is what the orders_create bench measures.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"rental/infra/idempotency"
+	"rental/infra/ledger"
+	promreg "rental/infra/metrics"
+	"rental/infra/orderstore"
+	"rental/infra/tron"
+)
+
+// Defaults of the group commit (OrdersOptions).
+const (
+	DefaultGroupCommitters = 2
+	DefaultGroupMax        = 64
+	// groupLockWait bounds the group's lock waits (accounts' rows, a key being recorded by
+	// a concurrent duplicate). A group that waits longer fails and its orders go one by
+	// one, where each waits up to LockWait alone instead of holding up a whole group.
+	groupLockWait = 500 * time.Millisecond
+	// groupIdle is how long a committer waits for work before it ends (one starts again
+	// with the next creation).
+	groupIdle = 2 * time.Second
+)
+
+// errDeclined is a creation the group did not store: run it one by one.
+var errDeclined = errors.New("edge: orders: declined by the group")
+
+// groupEntry is one creation handed to a committer.
+type groupEntry struct {
+	n    orderstore.NewOrder
+	key  idempotency.Key
+	hash []byte
+	rcv  tron.Address
+	body []byte     // the stored 201 body once done is nil
+	done chan error // nil: created; errDeclined: the caller runs the one-by-one path
+}
+
+// groupCommitter batches creations; committers are goroutines started on demand.
+type groupCommitter struct {
+	m       *Orders
+	queue   chan *groupEntry
+	max     int
+	workers int
+	active  atomic.Int32
+	wg      sync.WaitGroup
+
+	size     prometheus.Histogram
+	declined *prometheus.CounterVec
+}
+
+func newGroupCommitter(m *Orders, reg prometheus.Registerer) *groupCommitter {
+	g := &groupCommitter{m: m, max: m.o.GroupMax, workers: m.o.GroupCommitters,
+		queue: make(chan *groupEntry, 16*m.o.GroupMax)}
+	g.size = promreg.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "rental_order_group_size",
+		Help:    "Orders stored per group-commit transaction of POST /v1/orders.",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+	}))
+	g.declined = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rental_order_group_declined_total",
+		Help: "Creations the group commit left to the one-by-one transaction, by reason.",
+	}, []string{"reason"}))
+	return g
+}
+
+// submit hands e to a committer and waits for its outcome (nil or errDeclined).
+func (g *groupCommitter) submit(ctx context.Context, e *groupEntry) error {
+	e.done = make(chan error, 1)
+	select {
+	case g.queue <- e:
+	default:
+		g.declined.WithLabelValues("queue_full").Inc()
+		return errDeclined
+	}
+	g.wake()
+	select {
+	case err := <-e.done:
+		return err
+	case <-ctx.Done():
+		// The committer still finishes e; its outcome is not waited for. A client retry
+		// with the same client_order_id replays it if it was stored.
+		return ctx.Err()
+	}
+}
+
+// wake starts a committer when fewer than workers run.
+func (g *groupCommitter) wake() {
+	for {
+		n := g.active.Load()
+		if int(n) >= g.workers {
+			return
+		}
+		if g.active.CompareAndSwap(n, n+1) {
+			g.wg.Add(1)
+			go g.work()
+			return
+		}
+	}
+}
+
+func (g *groupCommitter) work() {
+	defer g.wg.Done()
+	idle := time.NewTimer(groupIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case e := <-g.queue:
+			group := []*groupEntry{e}
+		collect:
+			for len(group) < g.max {
+				select {
+				case e := <-g.queue:
+					group = append(group, e)
+				default:
+					break collect
+				}
+			}
+			g.commit(group)
+			idle.Reset(groupIdle)
+		case <-idle.C:
+			g.active.Add(-1)
+			// A creation queued after the last receive and before the decrement saw all
+			// committers busy: start one for it.
+			if len(g.queue) > 0 {
+				g.wake()
+			}
+			return
+		}
+	}
+}
+
+// commit stores what it can of group in one transaction and answers every entry.
+func (g *groupCommitter) commit(group []*groupEntry) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admitted, err := g.store(ctx, group)
+	if err != nil {
+		g.m.log.Warn("order group commit failed; its orders go one by one", "orders", len(group), "err", err)
+		g.declined.WithLabelValues("group_failed").Add(float64(len(group)))
+		admitted = nil
+	}
+	g.size.Observe(float64(len(admitted)))
+	for _, e := range group {
+		if slices.Contains(admitted, e) {
+			e.done <- nil
+		} else {
+			e.done <- errDeclined
+		}
+	}
+}
+
+// store runs the group's transaction and returns the entries it stored.
+func (g *groupCommitter) store(ctx context.Context, group []*groupEntry) ([]*groupEntry, error) {
+	m := g.m
+	var admitted []*groupEntry
+	// Its statements take arrays of the group's keys: each is planned for its values
+	// (force_custom_plan), since a generic plan made while a table was small keeps
+	// scanning the whole table once it has grown (until an ANALYZE). Planning costs once
+	// per group, not per order.
+	begin := m.o.Idempotency.BeginQuery() + "; SET LOCAL plan_cache_mode = force_custom_plan"
+	err := pgx.BeginTxFunc(ctx, m.o.Ledger.Pool(), pgx.TxOptions{BeginQuery: begin}, func(tx pgx.Tx) error {
+		admitted = admitted[:0]
+		// A client_order_id twice in the group: the later ones wait for the group and then
+		// replay (or 3010) one by one.
+		seen := map[idempotency.Key]bool{}
+		var cands []*groupEntry
+		for _, e := range group {
+			if seen[e.key] {
+				g.declined.WithLabelValues("duplicate").Inc()
+				continue
+			}
+			seen[e.key] = true
+			cands = append(cands, e)
+		}
+		accounts, keys, receivers := make([]string, len(cands)), make([]idempotency.Key, len(cands)), make([]tron.Address, len(cands))
+		for i, e := range cands {
+			accounts[i], keys[i], receivers[i] = e.n.AccountID, e.key, e.rcv
+		}
+		b := &pgx.Batch{}
+		ours := m.queueReceiversCheck(b, receivers, min(groupLockWait, m.o.LockWait)) // first: it sets the lock wait
+		locked := m.o.Ledger.QueueLockAccounts(b, accounts)
+		existing := m.o.Idempotency.QueueExisting(b, keys)
+		inFlight := orderstore.QueueInFlight(b, accounts, m.o.MaxInFlight)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		taken, added := map[string]int64{}, map[string]int{}
+		for _, e := range cands {
+			acc, total := e.n.AccountID, e.n.Total()
+			f, ok := locked.Funds(acc)
+			var reason string
+			switch {
+			case existing.Has(e.key):
+				reason = "key_recorded"
+			case ours(e.rcv):
+				reason = "receiver_ours"
+			case !ok || total > f.Available()-taken[acc]:
+				reason = "funds"
+			case m.o.MaxInFlight > 0 && inFlight.Of(acc)+added[acc] >= m.o.MaxInFlight:
+				reason = "in_flight"
+			}
+			if reason != "" {
+				g.declined.WithLabelValues(reason).Inc()
+				continue
+			}
+			taken[acc] += total
+			added[acc]++
+			admitted = append(admitted, e)
+		}
+		if len(admitted) == 0 {
+			return nil
+		}
+		holds, ns := make([]ledger.Hold, len(admitted)), make([]orderstore.NewOrder, len(admitted))
+		for i, e := range admitted {
+			holds[i], ns[i] = ledger.Hold{AccountID: e.n.AccountID, OrderID: e.n.ID, AmountSun: e.n.Total()}, e.n
+		}
+		b = &pgx.Batch{}
+		if err := m.o.Ledger.QueueOrderHolds(b, holds); err != nil {
+			return err
+		}
+		rows, err := orderstore.QueueInsertMany(b, ns)
+		if err != nil {
+			return err
+		}
+		done := make([]idempotency.Done, len(admitted))
+		for i, e := range admitted {
+			if e.body, err = json.Marshal(rows[i].Record); err != nil {
+				return err
+			}
+			done[i] = idempotency.Done{Key: e.key, Hash: e.hash,
+				Response: idempotency.Response{Status: fasthttp.StatusCreated, Body: e.body, ObjectID: e.n.ID}}
+		}
+		m.o.Idempotency.QueueInsertDone(b, done)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		return m.o.Ledger.AfterOrderHolds(ctx, tx, locked, holds)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return admitted, nil
+}
+
+// queueReceiversCheck is queueReceiverCheck for several receivers in one statement (which
+// also sets the transaction's lock wait to wait); the function it returns tells, once
+// b ran, whether a receiver is the service's own.
+func (m *Orders) queueReceiversCheck(b *pgx.Batch, receivers []tron.Address, wait time.Duration) func(tron.Address) bool {
+	found := map[string]bool{}
+	addrs := make([]string, len(receivers))
+	for i, a := range receivers {
+		addrs[i] = a.String()
+	}
+	b.Queue(`SELECT set_config('lock_timeout', $2, true), array(SELECT r FROM unnest($1::text[]) AS r
+			WHERE EXISTS (SELECT 1 FROM deposit_addresses WHERE address = r) OR EXISTS (SELECT 1 FROM stake_pools WHERE address = r))`,
+		addrs, strconv.FormatInt(wait.Milliseconds(), 10)).QueryRow(func(r pgx.Row) error {
+		var lockTimeout string
+		var ours []string
+		if err := r.Scan(&lockTimeout, &ours); err != nil {
+			return err
+		}
+		for _, a := range ours {
+			found[a] = true
+		}
+		return nil
+	})
+	return func(a tron.Address) bool { return m.own[a] || found[a.String()] }
+}

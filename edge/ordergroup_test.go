@@ -1,0 +1,146 @@
+package edge
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"rental/infra/accounts"
+	"rental/schemas/scopes"
+)
+
+// groupSizes reads the group commit's histogram: groups stored and orders in them.
+func groupSizes(t *testing.T, reg *prometheus.Registry) (groups, orders uint64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "rental_order_group_size" {
+			var h *dto.Histogram = mf.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), uint64(h.GetSampleSum())
+		}
+	}
+	return 0, 0
+}
+
+// Concurrent creations of several accounts share group transactions, and each still gets
+// the answer it would get alone: created orders charged once, a short account's extra
+// orders 4001 with nothing charged, an own receiver 3003, a repeated client_order_id the
+// original body with 200.
+func TestOrderGroupCommitMixedOutcomes(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	oe := newOrdersEnv(t, func(o *OrdersOptions) {
+		o.GroupCommitters, o.Registerer, o.MaxInFlight = 1, reg, 1000
+	})
+	const rich, poor = 3, 1
+	var ids []string
+	keys := map[string]func(body string) response{}
+	for i := range rich + poor {
+		a := oe.newAccount(t)
+		k := oe.keyFor(t, a.ID, accounts.NewKey{Scopes: []string{scopes.OrdersWrite}})
+		funds := int64(100_000_000)
+		if i >= rich {
+			funds = 1_000_000 // two orders of 400,000 SUN
+		}
+		oe.fund(t, a.ID, funds)
+		ids = append(ids, a.ID)
+		keys[a.ID] = func(body string) response { return oe.signed(t, k, "POST", "/v1/orders", body) }
+	}
+	order := func(coid, receiver string) string {
+		return orderJSON(map[string]any{"client_order_id": coid, "resource": "energy", "amount": 10_000, "tier": "5m", "receiver": receiver})
+	}
+	type req struct {
+		acct, body string
+	}
+	var reqs []req
+	for i, id := range ids {
+		for j := range 10 {
+			reqs = append(reqs, req{id, order(fmt.Sprintf("g-%d-%d", i, j), oe.activated.String())})
+		}
+	}
+	// The same client_order_id five times on the first account, and an own receiver.
+	for range 5 {
+		reqs = append(reqs, req{ids[0], order("g-dup", oe.activated.String())})
+	}
+	reqs = append(reqs, req{ids[1], order("g-ours", oe.pool.String())})
+
+	answers := make([]response, len(reqs))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, r := range reqs {
+		wg.Go(func() {
+			<-start
+			answers[i] = keys[r.acct](r.body)
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	tally := map[string]int{}
+	var dupBody string
+	for i, a := range answers {
+		r := reqs[i]
+		code := fmt.Sprint(a.status)
+		if a.status >= 400 {
+			code = fmt.Sprint(a.json["error"].(map[string]any)["code"])
+		}
+		tally[code]++
+		switch {
+		case r.body == order("g-dup", oe.activated.String()):
+			if a.status != 201 && a.status != 200 {
+				t.Fatalf("duplicate answered %d %s", a.status, a.body)
+			}
+			if dupBody == "" {
+				dupBody = string(a.body)
+			} else if string(a.body) != dupBody {
+				t.Fatalf("duplicate bodies differ:\n%s\n%s", a.body, dupBody)
+			}
+		case r.body == order("g-ours", oe.pool.String()):
+			wantError(t, a, 422, 3003, "receiver_is_ours", "receiver")
+		case r.acct == ids[rich]:
+			if a.status != 201 {
+				// The balance covers an order but two hold it: 4002.
+				d := wantError(t, a, 402, 4002, "balance_reserved", nil)["details"].(map[string]any)
+				if d["required_sun"] != 400_000.0 || d["available_sun"] != 200_000.0 {
+					t.Fatalf("4001 details %v", d)
+				}
+			}
+		default:
+			if a.status != 201 {
+				t.Fatalf("request %d: %d %s", i, a.status, a.body)
+			}
+		}
+	}
+	// Rich accounts: 10 orders each, the first one more (the duplicate); the poor one 2.
+	if tally["201"] != 3*10+1+2 || tally["200"] != 4 {
+		t.Fatalf("answers %v", tally)
+	}
+	for i, id := range ids {
+		want := 10
+		if i == 0 {
+			want = 11
+		}
+		if i == rich {
+			want = 2
+		}
+		s := oe.summary(t, id)
+		if got := oe.count(t, `SELECT count(*) FROM orders WHERE account_id = $1`, id); got != want ||
+			s.ReservedSun != int64(want)*400_000 || s.OrdersCreated != int64(want) {
+			t.Fatalf("account %d: %d orders, summary %+v, want %d orders", i, got, s, want)
+		}
+	}
+	if c := oe.count(t, `SELECT count(*) FROM outbox WHERE topic = 'orders.intents.v1'`); c != 3*10+1+2 {
+		t.Fatalf("%d intents for %d orders", c, 3*10+1+2)
+	}
+	groups, stored := groupSizes(t, reg)
+	if stored == 0 || groups >= stored {
+		t.Fatalf("group commit stored %d orders in %d groups: no group held two", stored, groups)
+	}
+	t.Logf("answers %v; the group commit stored %d orders in %d transactions", tally, stored, groups)
+	oe.checkInvariants(t)
+}
