@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -38,7 +39,7 @@ type RelayOptions struct {
 	// SweepEvery is how often every shard is visited regardless, and the backlog metrics
 	// refreshed. Default 1s.
 	SweepEvery time.Duration
-	// BatchSize is the most rows published per shard transaction. Default 500.
+	// BatchSize is the most rows published per transaction (of one or more shards). Default 500.
 	BatchSize int
 	// Workers is how many shards this relay publishes concurrently. Default 4.
 	Workers int
@@ -51,9 +52,10 @@ type RelayOptions struct {
 //
 // Fast path: every PollEvery the relay finds the shards with unpublished rows (the partial
 // index on unpublished rows makes it 16 index probes) and publishes them. Slow path: a
-// sweep every SweepEvery visits every shard. Either way a shard is published under a transaction-scoped advisory
-// lock: the relay takes the lock, reads the shard's oldest unpublished rows in id order,
-// produces them synchronously, marks them published and commits. Only one relay (of any
+// sweep every SweepEvery visits every shard. Either way shards are published under
+// transaction-scoped advisory locks: the relay takes the locks of the shards that woke it
+// (all in one transaction), reads their oldest unpublished rows in id order, produces them
+// synchronously, marks them published and commits. Only one relay (of any
 // number of replicas) works on a shard at a time, and the next batch starts only after the
 // previous one is acknowledged by Kafka and marked, so rows of one key reach Kafka in id
 // order. A crash between produce and commit republishes the batch: at least once.
@@ -137,35 +139,42 @@ func (r *Relay) Run(ctx context.Context) error {
 
 func (r *Relay) work(ctx context.Context) {
 	for {
-		shard, ok := r.sched.take(ctx)
+		shards, ok := r.sched.takeMany(ctx)
 		if !ok {
 			return
 		}
-		busy, err := r.drain(ctx, shard)
-		r.sched.finish(shard)
-		switch {
-		case err != nil:
+		busy, err := r.drain(ctx, shards)
+		for _, s := range shards {
+			r.sched.finish(s)
+		}
+		if err != nil {
 			r.failures.Inc()
-			r.log.Warn("publishing outbox shard failed; will retry", "shard", shard, "err", err)
-			r.sched.markAfter(shard, time.Second)
-		case busy:
-			// Another relay holds the shard; it may have read the shard before the row
-			// that woke us committed. Look again shortly rather than wait for the sweep.
-			r.sched.markAfter(shard, 50*time.Millisecond)
+			r.log.Warn("publishing outbox shards failed; will retry", "shards", shards, "err", err)
+			for _, s := range shards {
+				r.sched.markAfter(s, time.Second)
+			}
+			continue
+		}
+		// Another relay holds these; it may have read them before the row that woke us
+		// committed. Look again shortly rather than wait for the sweep.
+		for _, s := range busy {
+			r.sched.markAfter(s, 50*time.Millisecond)
 		}
 	}
 }
 
-// drain publishes batches of shard until it has no unpublished rows. busy reports that
-// another relay holds the shard.
-func (r *Relay) drain(ctx context.Context, shard int) (busy bool, err error) {
+// drain publishes batches of shards until they have no unpublished rows. busy are the
+// shards another relay held.
+func (r *Relay) drain(ctx context.Context, shards []int) (busy []int, err error) {
 	for ctx.Err() == nil {
-		n, busy, err := r.publishBatch(ctx, shard)
-		if err != nil || busy || n < r.o.BatchSize {
+		n, locked, held, err := r.publishBatch(ctx, shards)
+		busy = append(busy, held...)
+		if err != nil || n < r.o.BatchSize {
 			return busy, err
 		}
+		shards = locked
 	}
-	return false, nil
+	return busy, nil
 }
 
 type row struct {
@@ -177,29 +186,45 @@ type row struct {
 	createdAt time.Time
 }
 
-func (r *Relay) publishBatch(ctx context.Context, shard int) (n int, busy bool, err error) {
+// publishBatch publishes the oldest unpublished rows (up to BatchSize, in id order) of
+// those of shards it can lock, in one transaction: one round trip per step however many
+// shards there are, which is what keeps the relay's cost per row low when every shard
+// has only a row or two each time it polls. Taking the rows in id order across shards
+// takes, of each shard, a prefix of its unpublished rows, so per-key order holds.
+func (r *Relay) publishBatch(ctx context.Context, shards []int) (n int, locked, busy []int, err error) {
 	// A batch that started is finished even during shutdown, so it gets marked.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 45*time.Second)
 	defer cancel()
 	tx, err := r.o.Pool.Begin(bctx)
 	if err != nil {
-		return 0, false, err
+		return 0, nil, nil, err
 	}
 	defer tx.Rollback(context.WithoutCancel(bctx)) //nolint:errcheck // no-op after commit
 
-	var locked bool
-	if err := tx.QueryRow(bctx, `SELECT pg_try_advisory_xact_lock($1, $2)`, shardLockClass, shard).Scan(&locked); err != nil {
-		return 0, false, err
-	}
-	if !locked {
-		return 0, true, nil
-	}
-	rows, err := tx.Query(bctx, `
-		SELECT id, topic, key, value, headers, created_at FROM outbox
-		WHERE shard = $1 AND published_at IS NULL
-		ORDER BY id LIMIT $2`, shard, r.o.BatchSize)
+	rows, err := tx.Query(bctx, `SELECT s FROM unnest($2::int[]) s WHERE pg_try_advisory_xact_lock($1, s)`, shardLockClass, shards)
 	if err != nil {
-		return 0, false, err
+		return 0, nil, nil, err
+	}
+	if locked, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil {
+		return 0, nil, nil, err
+	}
+	for _, s := range shards {
+		if !slices.Contains(locked, s) {
+			busy = append(busy, s)
+		}
+	}
+	if len(locked) == 0 {
+		return 0, nil, busy, nil
+	}
+	// Planned for each call (QueryExecModeExec), never from a cached generic plan: one
+	// prepared while the table was small keeps scanning all of it once it has grown, until
+	// an ANALYZE; a new database reached a sequential scan per batch that way.
+	rows, err = tx.Query(bctx, `
+		SELECT id, topic, key, value, headers, created_at FROM outbox
+		WHERE shard = ANY($1::int[]) AND published_at IS NULL
+		ORDER BY id LIMIT $2`, pgx.QueryExecModeExec, locked, r.o.BatchSize)
+	if err != nil {
+		return 0, nil, nil, err
 	}
 	batch, err := pgx.CollectRows(rows, func(rs pgx.CollectableRow) (row, error) {
 		var x row
@@ -207,7 +232,7 @@ func (r *Relay) publishBatch(ctx context.Context, shard int) (n int, busy bool, 
 		return x, err
 	})
 	if err != nil || len(batch) == 0 {
-		return 0, false, err
+		return 0, locked, busy, err
 	}
 
 	recs := make([]*kgo.Record, len(batch))
@@ -226,21 +251,18 @@ func (r *Relay) publishBatch(ctx context.Context, shard int) (n int, busy bool, 
 	// whole batch unmarked; with idempotence a later record of a partition cannot land
 	// while an earlier one failed, so the retry cannot reorder a key.
 	if err := r.o.Producer.ProduceSync(bctx, recs...).FirstErr(); err != nil {
-		return 0, false, fmt.Errorf("produce: %w", err)
+		return 0, nil, nil, fmt.Errorf("produce: %w", err)
 	}
-	// Planned for each call (QueryExecModeExec), never from a cached generic plan: one
-	// prepared while the table was small keeps scanning all of it once it has grown, until
-	// an ANALYZE; a new database reached a sequential scan per batch that way.
 	if _, err := tx.Exec(bctx, `UPDATE outbox SET published_at = now() WHERE id = ANY($1)`, pgx.QueryExecModeExec, ids); err != nil {
-		return 0, false, err
+		return 0, nil, nil, err
 	}
 	if err := tx.Commit(bctx); err != nil {
-		return 0, false, err
+		return 0, nil, nil, err
 	}
 	for _, x := range batch {
 		r.published.WithLabelValues(x.topic).Inc()
 	}
-	return len(batch), false, nil
+	return len(batch), locked, busy, nil
 }
 
 // poll marks the shards that have unpublished rows.

@@ -53,6 +53,28 @@ func (s *scheduler) take(ctx context.Context) (int, bool) {
 	}
 }
 
+// takeMany is take that also takes every other queued shard (at most Shards in all), so
+// that one transaction publishes them together.
+func (s *scheduler) takeMany(ctx context.Context) ([]int, bool) {
+	first, ok := s.take(ctx)
+	if !ok {
+		return nil, false
+	}
+	shards := []int{first}
+	for {
+		select {
+		case shard := <-s.ready:
+			s.mu.Lock()
+			s.state[shard].queued = false
+			s.state[shard].running = true
+			s.mu.Unlock()
+			shards = append(shards, shard)
+		default:
+			return shards, true
+		}
+	}
+}
+
 func (s *scheduler) finish(shard int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -25,13 +25,14 @@
 //	bench orders_create: V orders/s, ratio R vs pgbench TPC-B (T tps); p50 X ms, p99 Y ms, p99 at half rate Z ms
 //
 // Everything else goes to stderr. Settings (environment): ORDERS_BENCH_DURATION (10s, each
-// phase), ORDERS_BENCH_WARMUP (2s), ORDERS_BENCH_WORKERS (48), ORDERS_BENCH_ACCOUNTS (200),
+// phase), ORDERS_BENCH_WARMUP (2s), ORDERS_BENCH_WORKERS (48), ORDERS_BENCH_ACCOUNTS (1000),
 // ORDERS_BENCH_RECEIVERS (1000), ORDERS_BENCH_EDGE_CONNS (16, the edge's pool_max_conns),
 // ORDERS_BENCH_PGBENCH_CLIENTS (8), ORDERS_BENCH_PGBENCH_TIME (10s), PGBENCH (pgbench
 // binary), ORDERS_BENCH_CPUPROFILE (file: CPU profile of the closed-loop phase),
 // ORDERS_BENCH_TRACE_SQL (1: round trips, statements and their time per order on the edge's pool),
 // ORDERS_BENCH_LOG (warn: stage log level), ORDERS_BENCH_PROCESSOR (off: diagnostic run
-// without the order processor, to tell creation's cost from the rest of the pipeline's).
+// without the order processor, to tell creation's cost from the rest of the pipeline's),
+// ORDERS_BENCH_PROCESSOR_CONNS (the order processor's pool size; default as its binary's).
 package main
 
 import (
@@ -142,7 +143,7 @@ func loadSettings() (settings, error) {
 		duration:       dur("ORDERS_BENCH_DURATION", 10*time.Second),
 		warmup:         dur("ORDERS_BENCH_WARMUP", 2*time.Second),
 		workers:        num("ORDERS_BENCH_WORKERS", 48),
-		accts:          num("ORDERS_BENCH_ACCOUNTS", 200),
+		accts:          num("ORDERS_BENCH_ACCOUNTS", 1000),
 		recvs:          num("ORDERS_BENCH_RECEIVERS", 1000),
 		edgeConns:      num("ORDERS_BENCH_EDGE_CONNS", 16),
 		pgbenchClients: num("ORDERS_BENCH_PGBENCH_CLIENTS", 8),
@@ -529,7 +530,8 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 	cfg.ChainStartBlock = 0
 	cfg.ChainPollEvery = 200 * time.Millisecond
 	cfg.ShutdownGrace = 3 * time.Second
-	cfg.Orders.MaxInFlight = 1 << 30
+	// The product's in-flight limit (MAX_IN_FLIGHT_ORDERS, 100) stays: with the default
+	// 1,000 accounts the backlog the closed loop leaves is well under it per account.
 	cfg.Orders.ReceiverMaxEnergy = 0 // no per-receiver ceiling (nor its advisory lock)
 	cfg.Ledger.Treasury = ""
 	if cfg.HTTPAddr, err = freeAddr(); err != nil {
