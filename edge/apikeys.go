@@ -29,6 +29,9 @@ import (
 // KeyLookup reads keys for verification (*accounts.Store implements it).
 type KeyLookup interface {
 	KeyForAuth(ctx context.Context, keyID string) (accounts.AuthKey, error)
+	// KeysForAuth reads several keys at once (the background refresh); a key missing
+	// from the answer does not exist.
+	KeysForAuth(ctx context.Context, keyIDs []string) (map[string]accounts.AuthKey, error)
 	TouchKey(ctx context.Context, keyID string) error
 }
 
@@ -70,6 +73,10 @@ type KeyAuthenticator struct {
 	mu    sync.Mutex
 	cache map[string]cachedKey
 	group singleflight.Group
+	// due are the keys to read again in the background (with the time of the request
+	// that asked); one read takes them all, refreshGather after the first.
+	due      map[string]time.Time
+	flushing bool
 
 	touchMu sync.Mutex
 	touched map[string]time.Time
@@ -103,7 +110,8 @@ func NewKeyAuthenticator(o KeyAuthOptions) (*KeyAuthenticator, error) {
 	if o.Network == network.Mainnet {
 		other = network.Nile
 	}
-	return &KeyAuthenticator{o: o, other: other.KeyIDPrefix(), cache: map[string]cachedKey{}, touched: map[string]time.Time{}}, nil
+	return &KeyAuthenticator{o: o, other: other.KeyIDPrefix(), cache: map[string]cachedKey{}, touched: map[string]time.Time{},
+		due: map[string]time.Time{}}, nil
 }
 
 // Authenticate implements Authenticator.
@@ -219,11 +227,7 @@ func (a *KeyAuthenticator) lookup(ctx context.Context, keyID string, now time.Ti
 		// read again before it expires and its requests never wait for Postgres; an entry
 		// is still never served older than CacheTTL (a revocation takes effect within it).
 		if age >= a.o.CacheTTL/2 {
-			a.group.DoChan(keyID, func() (any, error) {
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
-				defer cancel()
-				return a.fetch(rctx, keyID, now)
-			})
+			a.refreshLater(keyID, now)
 		}
 		return ck, ck.err
 	}
@@ -238,6 +242,53 @@ func (a *KeyAuthenticator) lookup(ctx context.Context, keyID string, now time.Ti
 // refreshTimeout bounds a background refresh, which no request waits for.
 const refreshTimeout = 5 * time.Second
 
+// refreshGather is how long the background refresh waits for more keys before it reads
+// them: with many keys in use, one query refreshes dozens instead of one each.
+const refreshGather = 50 * time.Millisecond
+
+// refreshLater queues keyID for the next background read.
+func (a *KeyAuthenticator) refreshLater(keyID string, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, queued := a.due[keyID]; queued {
+		return
+	}
+	a.due[keyID] = now
+	if !a.flushing {
+		a.flushing = true
+		time.AfterFunc(refreshGather, a.refreshDue)
+	}
+}
+
+// refreshDue reads every queued key in one query and caches the answers, each stamped
+// with the time of the request that queued it. A failed read changes nothing: the
+// entries expire and their next request reads the key itself.
+func (a *KeyAuthenticator) refreshDue() {
+	a.mu.Lock()
+	due := a.due
+	a.due, a.flushing = make(map[string]time.Time, len(due)), false
+	a.mu.Unlock()
+	ids := make([]string, 0, len(due))
+	for id := range due {
+		ids = append(ids, id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
+	defer cancel()
+	keys, err := a.o.Keys.KeysForAuth(ctx, ids)
+	if err != nil {
+		a.o.Logger.Warn("edge: background refresh of API keys failed; they are read on use once expired", "keys", len(ids), "err", err)
+		return
+	}
+	for _, id := range ids {
+		k, ok := keys[id]
+		var kerr error
+		if !ok {
+			kerr = accounts.ErrNotFound
+		}
+		a.store(id, k, kerr, due[id])
+	}
+}
+
 // fetch reads the key from Postgres and caches the answer (a missing key too), stamped
 // with now, the time of the request that asked.
 func (a *KeyAuthenticator) fetch(ctx context.Context, keyID string, now time.Time) (any, error) {
@@ -245,6 +296,11 @@ func (a *KeyAuthenticator) fetch(ctx context.Context, keyID string, now time.Tim
 	if err != nil && !errors.Is(err, accounts.ErrNotFound) {
 		return nil, err // not cached: the next request tries again
 	}
+	return a.store(keyID, k, err, now), nil
+}
+
+// store caches a read of keyID (found, or accounts.ErrNotFound) stamped with now.
+func (a *KeyAuthenticator) store(keyID string, k accounts.AuthKey, err error, now time.Time) cachedKey {
 	ck := cachedKey{key: k, err: err, at: now}
 	if err == nil {
 		ck.scopes = make(map[string]bool, len(k.Scopes))
@@ -258,7 +314,7 @@ func (a *KeyAuthenticator) fetch(ctx context.Context, keyID string, now time.Tim
 	}
 	a.cache[keyID] = ck
 	a.mu.Unlock()
-	return ck, nil
+	return ck
 }
 
 // Forget drops a key from this replica's cache (after a change made through this replica).

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -11,18 +12,36 @@ import (
 	"rental/schemas/network"
 )
 
-// keyStore counts reads and answers the key with the scopes set last.
+// keyStore counts reads (keys read) and queries, and answers the key with the scopes set last.
 type keyStore struct {
-	mu     sync.Mutex
-	reads  int
-	scopes []string
+	mu      sync.Mutex
+	reads   int
+	queries int
+	scopes  []string
 }
 
 func (s *keyStore) KeyForAuth(_ context.Context, id string) (accounts.AuthKey, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.queries++
+	return s.read(id), nil
+}
+
+func (s *keyStore) KeysForAuth(_ context.Context, ids []string) (map[string]accounts.AuthKey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queries++
+	out := map[string]accounts.AuthKey{}
+	for _, id := range ids {
+		out[id] = s.read(id)
+	}
+	return out, nil
+}
+
+// read answers one key; s.mu is held.
+func (s *keyStore) read(id string) accounts.AuthKey {
 	s.reads++
-	return accounts.AuthKey{Key: accounts.Key{ID: id, Scopes: append([]string(nil), s.scopes...)}}, nil
+	return accounts.AuthKey{Key: accounts.Key{ID: id, Scopes: append([]string(nil), s.scopes...)}}
 }
 
 func (s *keyStore) TouchKey(context.Context, string) error { return nil }
@@ -101,5 +120,50 @@ func TestKeyCacheRefreshesAheadAndNeverServesPastItsLife(t *testing.T) {
 	store.set("account.read")
 	if got := scopesAt(t0.Add(ttl*6/10 + ttl + time.Millisecond)); got[0] != "account.read" || store.count() != 3 {
 		t.Fatalf("expired entry: scopes %v after %d reads", got, store.count())
+	}
+}
+
+// Many keys in use are refreshed together: the keys past half their life within the
+// gathering delay are read by one query, not one each.
+func TestKeyCacheRefreshesManyKeysInOneRead(t *testing.T) {
+	store := &keyStore{scopes: []string{"orders.read"}}
+	const ttl = time.Second
+	a, err := NewKeyAuthenticator(KeyAuthOptions{Network: network.Nile, Keys: store, Replay: noReplay{},
+		Logger: slog.New(slog.DiscardHandler), CacheTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	t0 := time.Now()
+	const n = 50
+	for i := range n {
+		if _, err := a.lookup(ctx, fmt.Sprintf("ak_test_%d", i), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.set("orders.write")
+	for i := range n {
+		if _, err := a.lookup(ctx, fmt.Sprintf("ak_test_%d", i), t0.Add(ttl*6/10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for store.count() < 2*n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d keys refreshed", store.count()-n, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	store.mu.Lock()
+	queries := store.queries
+	store.mu.Unlock()
+	if queries != n+1 {
+		t.Fatalf("%d queries: %d first reads and %d for the refresh, want 1", queries, n, queries-n)
+	}
+	for i := range n {
+		ck, err := a.lookup(ctx, fmt.Sprintf("ak_test_%d", i), t0.Add(ttl*105/100))
+		if err != nil || ck.key.Scopes[0] != "orders.write" {
+			t.Fatalf("key %d after the refresh: %v %v", i, ck.key.Scopes, err)
+		}
 	}
 }

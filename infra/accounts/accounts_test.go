@@ -122,4 +122,10 @@ func TestKeyForAuth(t *testing.T) {
 	if _, err := s.KeyForAuth(context.Background(), "ak_live_missing"); !errors.Is(err, ErrNotFound) {
 		t.Fatal(err)
 	}
+	// Several at once: the same answer for a key, nothing for a missing one.
+	many, err := s.KeysForAuth(context.Background(), []string{ck.ID, "ak_live_missing"})
+	if err != nil || len(many) != 1 || string(many[ck.ID].Secret) != ck.Secret || many[ck.ID].AccountStatus != StatusUnfunded ||
+		many[ck.ID].AccountNetwork != network.Mainnet || many[ck.ID].Scopes[0] != "orders.read" {
+		t.Fatalf("KeysForAuth: %+v %v", many, err)
+	}
 }

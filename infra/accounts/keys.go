@@ -282,6 +282,37 @@ func (s *Store) KeyForAuth(ctx context.Context, keyID string) (AuthKey, error) {
 	return ak, nil
 }
 
+// KeysForAuth is KeyForAuth for several keys in one query; a key that does not exist is
+// absent from the answer.
+func (s *Store) KeysForAuth(ctx context.Context, keyIDs []string) (map[string]AuthKey, error) {
+	if s.sealer == nil {
+		return nil, errors.New("accounts: no master key configured; API keys cannot be verified")
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+keyCols+`, k.secret_enc, a.status, a.network
+		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ANY($1::text[])`, keyIDs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[string]AuthKey, len(keyIDs))
+	for rows.Next() {
+		var ak AuthKey
+		var sealed []byte
+		var netName string
+		k, err := scanKey(rows, &sealed, &ak.AccountStatus, &netName)
+		if err != nil {
+			return nil, err
+		}
+		secret, err := s.sealer.Open(k.ID, sealed)
+		if err != nil {
+			return nil, fmt.Errorf("accounts: key %s: %w", k.ID, err)
+		}
+		ak.Key, ak.Secret, ak.AccountNetwork = k, secret, network.Network(netName)
+		out[k.ID] = ak
+	}
+	return out, rows.Err()
+}
+
 // TouchKey records a use of the key, at most once a minute per key (last_used_at is a
 // coarse indicator, not an access log).
 func (s *Store) TouchKey(ctx context.Context, keyID string) error {
