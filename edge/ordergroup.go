@@ -4,15 +4,14 @@ package edge
 //
 // POST /v1/orders prices its order without the database, then hands it to a committer.
 // A committer takes every creation waiting (up to GroupMax) and stores them in ONE
-// transaction of four round trips, however many there are:
+// transaction of two round trips, however many there are:
 //
-//  1. BEGIN;
-//  2. the receivers' own-address check, the accounts' ledger rows locked (FOR UPDATE, in
-//     account order) with their funds, which client_order_ids have a record, and the
-//     accounts' in-flight counts;
-//  3. for the orders it admits: the holds (one UPDATE of the accounts, one INSERT of the
-//     holds), the orders and their intents, the idempotency records with the 201 bodies;
-//  4. COMMIT.
+//  1. BEGIN, the receivers' own-address check, the accounts' ledger rows locked (FOR
+//     UPDATE, in account order) with their funds, which client_order_ids have a record,
+//     and the accounts' in-flight counts;
+//  2. for the orders it admits: the holds (one UPDATE of the accounts, one INSERT of the
+//     holds), the orders and their intents, the idempotency records with the 201 bodies,
+//     and COMMIT.
 //
 // Each order keeps the guarantee of the one-by-one path: its record, hold, row and intent
 // commit together or not at all. The committer admits only the plain case: a fresh
@@ -37,6 +36,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
@@ -187,101 +187,135 @@ func (g *groupCommitter) commit(group []*groupEntry) {
 	}
 }
 
-// store runs the group's transaction and returns the entries it stored.
+// store runs the group's transaction and returns the entries it stored. The transaction
+// is begun and committed by statements inside the two batches (BEGIN first in the read
+// batch, COMMIT last in the write batch), so it costs two round trips; on any error it is
+// rolled back here, and a connection that cannot be is dropped by the pool.
 func (g *groupCommitter) store(ctx context.Context, group []*groupEntry) ([]*groupEntry, error) {
-	m := g.m
-	var admitted []*groupEntry
-	// Its statements take arrays of the group's keys: each is planned for its values
-	// (force_custom_plan), since a generic plan made while a table was small keeps
-	// scanning the whole table once it has grown (until an ANALYZE). Planning costs once
-	// per group, not per order.
-	begin := m.o.Idempotency.BeginQuery() + "; SET LOCAL plan_cache_mode = force_custom_plan"
-	err := pgx.BeginTxFunc(ctx, m.o.Ledger.Pool(), pgx.TxOptions{BeginQuery: begin}, func(tx pgx.Tx) error {
-		admitted = admitted[:0]
-		// A client_order_id twice in the group: the later ones wait for the group and then
-		// replay (or 3010) one by one.
-		seen := map[idempotency.Key]bool{}
-		var cands []*groupEntry
-		for _, e := range group {
-			if seen[e.key] {
-				g.declined.WithLabelValues("duplicate").Inc()
-				continue
-			}
-			seen[e.key] = true
-			cands = append(cands, e)
-		}
-		accounts, keys, receivers := make([]string, len(cands)), make([]idempotency.Key, len(cands)), make([]tron.Address, len(cands))
-		for i, e := range cands {
-			accounts[i], keys[i], receivers[i] = e.n.AccountID, e.key, e.rcv
-		}
-		b := &pgx.Batch{}
-		ours := m.queueReceiversCheck(b, receivers, min(groupLockWait, m.o.LockWait)) // first: it sets the lock wait
-		locked := m.o.Ledger.QueueLockAccounts(b, accounts)
-		existing := m.o.Idempotency.QueueExisting(b, keys)
-		inFlight := orderstore.QueueInFlight(b, accounts, m.o.MaxInFlight)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		taken, added := map[string]int64{}, map[string]int{}
-		for _, e := range cands {
-			acc, total := e.n.AccountID, e.n.Total()
-			f, ok := locked.Funds(acc)
-			var reason string
-			switch {
-			case existing.Has(e.key):
-				reason = "key_recorded"
-			case ours(e.rcv):
-				reason = "receiver_ours"
-			case !ok || total > f.Available()-taken[acc]:
-				reason = "funds"
-			case m.o.MaxInFlight > 0 && inFlight.Of(acc)+added[acc] >= m.o.MaxInFlight:
-				reason = "in_flight"
-			}
-			if reason != "" {
-				g.declined.WithLabelValues(reason).Inc()
-				continue
-			}
-			taken[acc] += total
-			added[acc]++
-			admitted = append(admitted, e)
-		}
-		if len(admitted) == 0 {
-			return nil
-		}
-		holds, ns := make([]ledger.Hold, len(admitted)), make([]orderstore.NewOrder, len(admitted))
-		for i, e := range admitted {
-			holds[i], ns[i] = ledger.Hold{AccountID: e.n.AccountID, OrderID: e.n.ID, AmountSun: e.n.Total()}, e.n
-		}
-		b = &pgx.Batch{}
-		if err := m.o.Ledger.QueueOrderHolds(b, holds); err != nil {
-			return err
-		}
-		rows, err := orderstore.QueueInsertMany(b, ns)
-		if err != nil {
-			return err
-		}
-		done := make([]idempotency.Done, len(admitted))
-		for i, e := range admitted {
-			if e.body, err = json.Marshal(rows[i].Record); err != nil {
-				return err
-			}
-			done[i] = idempotency.Done{Key: e.key, Hash: e.hash,
-				Response: idempotency.Response{Status: fasthttp.StatusCreated, Body: e.body, ObjectID: e.n.ID}}
-		}
-		m.o.Idempotency.QueueInsertDone(b, done)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		return m.o.Ledger.AfterOrderHolds(ctx, tx, locked, holds)
-	})
+	conn, err := g.m.o.Ledger.Pool().Acquire(ctx)
 	if err != nil {
 		return nil, err
+	}
+	defer conn.Release()
+	admitted, err := g.run(ctx, conn.Conn(), group)
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, _ = conn.Exec(rctx, "ROLLBACK")
+	}
+	return admitted, err
+}
+
+// errNotCommitted is a write batch whose COMMIT did not commit.
+var errNotCommitted = errors.New("edge: orders: the group transaction did not commit")
+
+func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*groupEntry) ([]*groupEntry, error) {
+	m := g.m
+	// A client_order_id twice in the group: the later ones wait for the group and then
+	// replay (or 3010) one by one.
+	seen := map[idempotency.Key]bool{}
+	var cands []*groupEntry
+	for _, e := range group {
+		if seen[e.key] {
+			g.declined.WithLabelValues("duplicate").Inc()
+			continue
+		}
+		seen[e.key] = true
+		cands = append(cands, e)
+	}
+	accounts, keys, receivers := make([]string, len(cands)), make([]idempotency.Key, len(cands)), make([]tron.Address, len(cands))
+	for i, e := range cands {
+		accounts[i], keys[i], receivers[i] = e.n.AccountID, e.key, e.rcv
+	}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	ours := m.queueReceiversCheck(b, receivers, min(groupLockWait, m.o.LockWait)) // first: it sets the lock wait
+	locked := m.o.Ledger.QueueLockAccounts(b, accounts)
+	existing := m.o.Idempotency.QueueExisting(b, keys)
+	inFlight := orderstore.QueueInFlight(b, accounts, m.o.MaxInFlight)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	var admitted []*groupEntry
+	taken, added := map[string]int64{}, map[string]int{}
+	for _, e := range cands {
+		acc, total := e.n.AccountID, e.n.Total()
+		f, ok := locked.Funds(acc)
+		var reason string
+		switch {
+		case existing.Has(e.key):
+			reason = "key_recorded"
+		case ours(e.rcv):
+			reason = "receiver_ours"
+		case !ok || total > f.Available()-taken[acc]:
+			reason = "funds"
+		case m.o.MaxInFlight > 0 && inFlight.Of(acc)+added[acc] >= m.o.MaxInFlight:
+			reason = "in_flight"
+		}
+		if reason != "" {
+			g.declined.WithLabelValues(reason).Inc()
+			continue
+		}
+		taken[acc] += total
+		added[acc]++
+		admitted = append(admitted, e)
+	}
+	if len(admitted) == 0 {
+		_, err := conn.Exec(ctx, "COMMIT") // nothing written: ends the transaction
+		return nil, err
+	}
+	holds, ns := make([]ledger.Hold, len(admitted)), make([]orderstore.NewOrder, len(admitted))
+	for i, e := range admitted {
+		holds[i], ns[i] = ledger.Hold{AccountID: e.n.AccountID, OrderID: e.n.ID, AmountSun: e.n.Total()}, e.n
+	}
+	b = &pgx.Batch{}
+	if err := m.o.Ledger.QueueOrderHolds(b, holds); err != nil {
+		return nil, err
+	}
+	rows, err := orderstore.QueueInsertMany(b, ns)
+	if err != nil {
+		return nil, err
+	}
+	done := make([]idempotency.Done, len(admitted))
+	for i, e := range admitted {
+		if e.body, err = json.Marshal(rows[i].Record); err != nil {
+			return nil, err
+		}
+		done[i] = idempotency.Done{Key: e.key, Hash: e.hash,
+			Response: idempotency.Response{Status: fasthttp.StatusCreated, Body: e.body, ObjectID: e.n.ID}}
+	}
+	m.o.Idempotency.QueueInsertDone(b, done)
+	// A balance crossing its low threshold has writes of its own (and balance.low) after
+	// the holds: then COMMIT is a round trip of its own.
+	low := ledger.LowBalanceChanges(m.o.Ledger, locked, holds)
+	committed := false
+	if !low {
+		b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+			committed = tag.String() == "COMMIT"
+			return nil
+		})
+	}
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	if low {
+		if err := m.o.Ledger.AfterOrderHolds(ctx, conn, locked, holds); err != nil {
+			return nil, err
+		}
+		tag, err := conn.Exec(ctx, "COMMIT")
+		if err != nil {
+			return nil, err
+		}
+		committed = tag.String() == "COMMIT"
+	}
+	if !committed || conn.PgConn().TxStatus() != 'I' {
+		return nil, errNotCommitted
 	}
 	return admitted, nil
 }
 
 // queueReceiversCheck is queueReceiverCheck for several receivers in one statement (which
-// also sets the transaction's lock wait to wait); the function it returns tells, once
+// also sets the transaction's lock wait to wait, and its plan mode); the function it returns tells, once
 // b ran, whether a receiver is the service's own.
 func (m *Orders) queueReceiversCheck(b *pgx.Batch, receivers []tron.Address, wait time.Duration) func(tron.Address) bool {
 	found := map[string]bool{}
@@ -289,12 +323,17 @@ func (m *Orders) queueReceiversCheck(b *pgx.Batch, receivers []tron.Address, wai
 	for i, a := range receivers {
 		addrs[i] = a.String()
 	}
-	b.Queue(`SELECT set_config('lock_timeout', $2, true), array(SELECT r FROM unnest($1::text[]) AS r
+	// It also has the statements after it planned for their values (force_custom_plan):
+	// they take arrays of the group's keys, and a generic plan made while a table was
+	// small keeps scanning the whole table once it has grown (until an ANALYZE). Planning
+	// costs once per group, not per order.
+	b.Queue(`SELECT set_config('lock_timeout', $2, true), set_config('plan_cache_mode', 'force_custom_plan', true),
+			array(SELECT r FROM unnest($1::text[]) AS r
 			WHERE EXISTS (SELECT 1 FROM deposit_addresses WHERE address = r) OR EXISTS (SELECT 1 FROM stake_pools WHERE address = r))`,
 		addrs, strconv.FormatInt(wait.Milliseconds(), 10)).QueryRow(func(r pgx.Row) error {
-		var lockTimeout string
+		var lockTimeout, planMode string
 		var ours []string
-		if err := r.Scan(&lockTimeout, &ours); err != nil {
+		if err := r.Scan(&lockTimeout, &planMode, &ours); err != nil {
 			return err
 		}
 		for _, a := range ours {

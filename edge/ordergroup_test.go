@@ -144,3 +144,45 @@ func TestOrderGroupCommitMixedOutcomes(t *testing.T) {
 	t.Logf("answers %v; the group commit stored %d orders in %d transactions", tally, stored, groups)
 	oe.checkInvariants(t)
 }
+
+// Group holds that take a balance below its low threshold send balance.low once, in the
+// group's transaction, with the balance left.
+func TestOrderGroupCommitLowBalance(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	oe := newOrdersEnv(t, func(o *OrdersOptions) { o.GroupCommitters, o.Registerer = 1, reg })
+	k := oe.key(t, scopes.OrdersWrite)
+	oe.fund(t, oe.acct.ID, 11_000_000) // the default threshold is 10 TRX
+	const n = 8                        // 8 x 400,000 SUN: 7,800,000 left
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	statuses := make([]int, n)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			statuses[i] = oe.signed(t, k, "POST", "/v1/orders", orderJSON(map[string]any{"client_order_id": fmt.Sprintf("low-%d", i),
+				"resource": "energy", "amount": 10_000, "tier": "5m", "receiver": oe.activated.String()})).status
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, s := range statuses {
+		if s != 201 {
+			t.Fatalf("order %d: %d", i, s)
+		}
+	}
+	// The balance it reports is the one left by the group that crossed the threshold.
+	if c := oe.count(t, `SELECT count(*) FROM outbox WHERE headers->>'event' = 'balance.low'
+		AND (convert_from(value, 'UTF8')::jsonb->'data'->>'balance_sun')::bigint BETWEEN 7800000 AND 9999999`); c != 1 {
+		t.Fatalf("%d balance.low events with a balance between the last order's and the threshold", c)
+	}
+	if c := oe.count(t, `SELECT count(*) FROM outbox WHERE headers->>'event' = 'balance.low'`); c != 1 {
+		t.Fatalf("%d balance.low events, want 1", c)
+	}
+	if c := oe.count(t, `SELECT count(*) FROM ledger_accounts WHERE account_id = $1 AND low_alerted`, oe.acct.ID); c != 1 {
+		t.Fatal("the account is not marked alerted")
+	}
+	if groups, stored := groupSizes(t, reg); stored != n {
+		t.Fatalf("the group commit stored %d of %d orders (%d groups)", stored, n, groups)
+	}
+	oe.checkInvariants(t)
+}

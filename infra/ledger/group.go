@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"rental/infra/outbox"
 	dom "rental/processors/ledger"
 )
 
@@ -123,24 +124,42 @@ func (l *Ledger) QueueOrderHolds(b *pgx.Batch, holds []Hold) error {
 	return nil
 }
 
-// AfterOrderHolds applies the low-balance rule (balance.low once on crossing below the
-// threshold) to the accounts of holds, from their funds as locked minus the holds. It
-// costs a round trip only for an account whose alert state changes.
-func (l *Ledger) AfterOrderHolds(ctx context.Context, tx pgx.Tx, locked *LockedAccounts, holds []Hold) error {
-	held := map[string]int64{}
-	for _, h := range holds {
-		held[h.AccountID] += h.AmountSun
+// LowBalanceChanges tells whether placing holds changes the low-balance state of one of
+// their accounts (AfterOrderHolds then has writes to make).
+func LowBalanceChanges(l *Ledger, locked *LockedAccounts, holds []Hold) bool {
+	for id, r := range l.afterHolds(locked, holds) {
+		if _, ok := locked.funds[id]; ok && l.lowChanges(r) {
+			return true
+		}
 	}
-	for id, sum := range held {
-		f, ok := locked.Funds(id)
-		if !ok {
+	return false
+}
+
+// AfterOrderHolds applies the low-balance rule (balance.low once on crossing below the
+// threshold) to the accounts of holds, from their funds as locked plus the holds. It
+// writes only for an account whose alert state changes. tx is the holds' transaction.
+func (l *Ledger) AfterOrderHolds(ctx context.Context, tx outbox.Execer, locked *LockedAccounts, holds []Hold) error {
+	for id, r := range l.afterHolds(locked, holds) {
+		if _, ok := locked.funds[id]; !ok {
 			return fmt.Errorf("ledger: account %s held without its row locked", id)
 		}
-		r := f.row
-		r.reserved += sum
 		if err := l.checkLow(ctx, tx, id, r); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// afterHolds is each held account's row once holds are placed.
+func (l *Ledger) afterHolds(locked *LockedAccounts, holds []Hold) map[string]row {
+	after := map[string]row{}
+	for _, h := range holds {
+		r, ok := after[h.AccountID]
+		if !ok {
+			r = locked.funds[h.AccountID].row
+		}
+		r.reserved += h.AmountSun
+		after[h.AccountID] = r
+	}
+	return after
 }

@@ -566,11 +566,8 @@ func insertPostingOnce(ctx context.Context, tx pgx.Tx, p posting) (bool, error) 
 // checkLow applies the balance.low rule after a change of the account's row: when the
 // available balance is below the threshold and the alert has not fired since it last stood
 // at or above it, emit balance.low; when it is back at or above, re-arm.
-func (l *Ledger) checkLow(ctx context.Context, tx pgx.Tx, accountID string, r row) error {
-	threshold := l.o.LowThresholdSun
-	if r.threshold != nil {
-		threshold = *r.threshold
-	}
+func (l *Ledger) checkLow(ctx context.Context, tx outbox.Execer, accountID string, r row) error {
+	threshold := l.threshold(r)
 	available := r.balance - r.reserved
 	switch {
 	case available < threshold && !r.alerted:
@@ -593,6 +590,20 @@ func (l *Ledger) checkLow(ctx context.Context, tx pgx.Tx, accountID string, r ro
 		return err
 	}
 	return nil
+}
+
+// threshold is the account's balance.low threshold.
+func (l *Ledger) threshold(r row) int64 {
+	if r.threshold != nil {
+		return *r.threshold
+	}
+	return l.o.LowThresholdSun
+}
+
+// lowChanges tells whether checkLow writes anything for r: the alert is set below the
+// threshold and cleared at or above it.
+func (l *Ledger) lowChanges(r row) bool {
+	return (r.balance-r.reserved < l.threshold(r)) != r.alerted
 }
 
 // SetLowThreshold sets the account's own balance.low threshold; nil returns it to the

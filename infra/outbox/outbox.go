@@ -17,6 +17,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"rental/schemas/events"
 	"rental/schemas/topics"
@@ -32,11 +33,17 @@ const (
 	HeaderOutboxID = "outbox_id" // the outbox row id, for dedupe of internal records
 )
 
+// Execer is a transaction: a pgx.Tx, or a connection inside a transaction it began itself
+// (order creation's group commit).
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
 // Insert adds a customer event to the outbox inside tx. The topic comes from the event type
 // (topics.ForEvent); the key is the id the topic is keyed by, read from the event's data
 // (e.g. data.order_id) and, failing that, the envelope's account_id. The value is the JSON
 // envelope: the same bytes go to Kafka and, later, to webhooks.
-func Insert(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
+func Insert(ctx context.Context, tx Execer, env events.Envelope) error {
 	topic, ok := topics.ForEvent(env.Event)
 	if !ok {
 		return fmt.Errorf("outbox: no topic for event type %q", env.Event)
@@ -52,12 +59,16 @@ func Insert(ctx context.Context, tx pgx.Tx, env events.Envelope) error {
 	if err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}
-	return InsertRecord(ctx, tx, topic, key, value, map[string]string{HeaderEvent: env.Event, HeaderEventID: env.EventID})
+	return insertRecord(ctx, tx, topic, key, value, map[string]string{HeaderEvent: env.Event, HeaderEventID: env.EventID})
 }
 
 // InsertRecord adds an internal record (a chain fact, an intent) to the outbox inside tx.
 // key fixes the record's partition and its order relative to other records of that key.
 func InsertRecord(ctx context.Context, tx pgx.Tx, topic topics.Topic, key string, value []byte, headers map[string]string) error {
+	return insertRecord(ctx, tx, topic, key, value, headers)
+}
+
+func insertRecord(ctx context.Context, tx Execer, topic topics.Topic, key string, value []byte, headers map[string]string) error {
 	if topic.Name == "" {
 		return errors.New("outbox: record without topic")
 	}
