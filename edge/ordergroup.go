@@ -6,7 +6,8 @@ package edge
 // A committer takes every creation waiting (up to GroupMax) and stores them in ONE
 // transaction of two round trips, however many there are:
 //
-//  1. BEGIN, the receivers' own-address check, the accounts' ledger rows locked (FOR
+//  1. BEGIN, the receivers' own-address check, the energy receivers' ceiling locks with
+//     their live energy (under RECEIVER_MAX_ENERGY), the accounts' ledger rows locked (FOR
 //     UPDATE, in account order) with their funds, which client_order_ids have a record,
 //     and the accounts' in-flight counts;
 //  2. for the orders it admits: the holds (one UPDATE of the accounts, one INSERT of the
@@ -16,9 +17,10 @@ package edge
 // Each order keeps the guarantee of the one-by-one path: its record, hold, row and intent
 // commit together or not at all. The committer admits only the plain case: a fresh
 // client_order_id, a receiver that is not ours, funds that cover the total (after the
-// group's earlier orders of the account) and room under the in-flight limit. Everything
+// group's earlier orders of the account), room under the in-flight limit and under the
+// receiver's energy ceiling (after the group's earlier orders to it). Everything
 // else is declined and goes through the one-by-one transaction (createOne), which gives
-// the replay, 3010, 3015, 3003, 4001/4002 or 1101 answer with its details exactly as
+// the replay, 3010, 3015, 3003, 4001/4002, 1101 or 5005 answer with its details exactly as
 // before; so does every member of a group whose transaction failed. A declined order was
 // never written: the group decided before writing, or rolled back.
 //
@@ -31,6 +33,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +48,7 @@ import (
 	promreg "rental/infra/metrics"
 	"rental/infra/orderstore"
 	"rental/infra/tron"
+	"rental/processors/orders"
 )
 
 // Defaults of the group commit (OrdersOptions).
@@ -230,6 +234,24 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	ours := m.queueReceiversCheck(b, receivers, min(groupLockWait, m.o.LockWait)) // first: it sets the lock wait
+	// The receivers' ceiling locks come before the accounts' rows, as in the one-by-one
+	// transaction (which takes the receiver's lock, then the account's row with its hold),
+	// and in receiver order, so that groups queue behind each other instead of deadlocking.
+	var ceiling []string
+	if m.o.ReceiverMaxEnergy > 0 {
+		for _, e := range cands {
+			if e.n.Resource == orders.Energy {
+				ceiling = append(ceiling, e.n.Receiver)
+			}
+		}
+		slices.Sort(ceiling)
+		ceiling = slices.Compact(ceiling)
+	}
+	var live *orderstore.LiveEnergy
+	if len(ceiling) > 0 {
+		b.Queue(`SELECT count(pg_advisory_xact_lock(`+strings.Replace(receiverLock, "$1", "r", 1)+`)) FROM unnest($1::text[]) AS r`, ceiling)
+		live = orderstore.QueueReceiversLiveEnergy(b, ceiling, m.o.Now())
+	}
 	locked := m.o.Ledger.QueueLockAccounts(b, accounts)
 	existing := m.o.Idempotency.QueueExisting(b, keys)
 	inFlight := orderstore.QueueInFlight(b, accounts, m.o.MaxInFlight)
@@ -237,7 +259,7 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 		return nil, err
 	}
 	var admitted []*groupEntry
-	taken, added := map[string]int64{}, map[string]int{}
+	taken, added, energy := map[string]int64{}, map[string]int{}, map[string]int64{}
 	for _, e := range cands {
 		acc, total := e.n.AccountID, e.n.Total()
 		f, ok := locked.Funds(acc)
@@ -251,6 +273,8 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 			reason = "funds"
 		case m.o.MaxInFlight > 0 && inFlight.Of(acc)+added[acc] >= m.o.MaxInFlight:
 			reason = "in_flight"
+		case live != nil && e.n.Resource == orders.Energy && live.Of(e.n.Receiver)+energy[e.n.Receiver]+e.n.Amount > m.o.ReceiverMaxEnergy:
+			reason = "receiver_ceiling"
 		}
 		if reason != "" {
 			g.declined.WithLabelValues(reason).Inc()
@@ -258,6 +282,9 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 		}
 		taken[acc] += total
 		added[acc]++
+		if e.n.Resource == orders.Energy {
+			energy[e.n.Receiver] += e.n.Amount
+		}
 		admitted = append(admitted, e)
 	}
 	if len(admitted) == 0 {

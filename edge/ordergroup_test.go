@@ -186,3 +186,45 @@ func TestOrderGroupCommitLowBalance(t *testing.T) {
 	}
 	oe.checkInvariants(t)
 }
+
+// The receiver's energy ceiling holds across the orders of a group and across groups:
+// concurrent orders to one receiver fill it exactly, the rest are 5005 with nothing charged.
+func TestOrderGroupCommitReceiverCeiling(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	oe := newOrdersEnv(t, func(o *OrdersOptions) {
+		o.GroupCommitters, o.Registerer, o.ReceiverMaxEnergy, o.MaxInFlight = 2, reg, 50_000, 1000
+	})
+	k := oe.key(t, scopes.OrdersWrite)
+	oe.fund(t, oe.acct.ID, 100_000_000)
+	const n = 12 // of 10,000 energy each: 5 fit
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	answers := make([]response, n)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			answers[i] = oe.signed(t, k, "POST", "/v1/orders", orderJSON(map[string]any{"client_order_id": fmt.Sprintf("ceil-%d", i),
+				"resource": "energy", "amount": 10_000, "tier": "5m", "receiver": oe.activated.String()}))
+		})
+	}
+	close(start)
+	wg.Wait()
+	created := 0
+	for _, a := range answers {
+		if a.status == 201 {
+			created++
+			continue
+		}
+		wantError(t, a, 422, 5005, "receiver_capacity_exceeded", "receiver")
+	}
+	if created != 5 {
+		t.Fatalf("%d orders created under a ceiling of 5", created)
+	}
+	if s := oe.summary(t, oe.acct.ID); s.ReservedSun != 5*400_000 || s.OrdersCreated != 5 {
+		t.Fatalf("summary %+v", s)
+	}
+	if _, stored := groupSizes(t, reg); stored != 5 {
+		t.Fatalf("the group commit stored %d orders, want all 5", stored)
+	}
+	oe.checkInvariants(t)
+}

@@ -347,11 +347,10 @@ func (m *Orders) createOrder(ctx context.Context, rc *fasthttp.RequestCtx) error
 
 // createInGroup stores the order through the group commit when it can: ok with the 201
 // body when it was stored. Not ok (and no error) leaves it to the one-by-one transaction:
-// an order with a quote or under the receiver ceiling (both need reads under locks of
-// their own), an order whose pricing refuses it (the answer depends on whether
+// an order with a quote (read and checked in the transaction), an order whose pricing refuses it (the answer depends on whether
 // client_order_id replays, which only the claim knows), or one the group declined.
 func (m *Orders) createInGroup(ctx context.Context, accountID string, req orderRequest, key idempotency.Key) ([]byte, bool, error) {
-	if m.group == nil || req.quoteID != "" || (req.resource == pricing.Energy && m.o.ReceiverMaxEnergy > 0) {
+	if m.group == nil || req.quoteID != "" {
 		return nil, false, nil
 	}
 	n, err := m.prepare(ctx, accountID, req, nil, nil, nil)
@@ -767,9 +766,13 @@ func (m *Orders) supplyError(req orderRequest, short *apierr.Error) error {
 // from this service above ReceiverMaxEnergy (5005). A transaction-scoped advisory lock on
 // the receiver makes the sum exact under concurrent orders of any account; it is taken
 // before the account's ledger row, always in that order, so the two cannot deadlock.
+// receiverLock is the advisory lock that serialises the 5005 ceiling check of one receiver
+// ($1) across creations, one by one and in groups.
+const receiverLock = `hashtextextended('orders.receiver:' || $1, 0)`
+
 func (m *Orders) checkReceiverCeiling(ctx context.Context, tx pgx.Tx, receiver tron.Address, amount int64) error {
 	r := receiver.String()
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('orders.receiver:' || $1, 0))`, r); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(`+receiverLock+`)`, r); err != nil {
 		return err
 	}
 	live, err := orderstore.ReceiverLiveEnergy(ctx, tx, r, m.o.Now())

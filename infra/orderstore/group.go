@@ -98,3 +98,34 @@ func QueueInsertMany(b *pgx.Batch, ns []NewOrder) ([]Row, error) {
 		topics.OrderIntents.Name, id, intents, map[string]string{"kind": string(IntentProcess)})
 	return rows, nil
 }
+
+// LiveEnergy is QueueReceiversLiveEnergy's answer once its batch ran.
+type LiveEnergy struct {
+	n map[string]int64
+}
+
+// Of is the energy the receiver holds from live orders.
+func (l *LiveEnergy) Of(receiver string) int64 { return l.n[receiver] }
+
+// QueueReceiversLiveEnergy queues ReceiverLiveEnergy for several receivers in one
+// statement.
+func QueueReceiversLiveEnergy(b *pgx.Batch, receivers []string, now time.Time) *LiveEnergy {
+	l := &LiveEnergy{n: map[string]int64{}}
+	b.Queue(`SELECT r, (SELECT coalesce(sum(amount), 0)::bigint FROM orders
+			WHERE receiver = r AND resource = 'energy'
+			  AND status IN ('created', 'paid', 'allocating', 'delegated', 'confirmed', 'active')
+			  AND (expires_at IS NULL OR expires_at > $2))
+		FROM unnest($1::text[]) AS r`, receivers, now.UTC()).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var r string
+			var n int64
+			if err := rows.Scan(&r, &n); err != nil {
+				return err
+			}
+			l.n[r] = n
+		}
+		return rows.Err()
+	})
+	return l
+}

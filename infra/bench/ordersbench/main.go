@@ -532,7 +532,7 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 	cfg.ShutdownGrace = 3 * time.Second
 	// The product's in-flight limit (MAX_IN_FLIGHT_ORDERS, 100) stays: with the default
 	// 1,000 accounts the backlog the closed loop leaves is well under it per account.
-	cfg.Orders.ReceiverMaxEnergy = 0 // no per-receiver ceiling (nor its advisory lock)
+	// The receiver ceiling (RECEIVER_MAX_ENERGY) stays at the product's default too.
 	cfg.Ledger.Treasury = ""
 	if cfg.HTTPAddr, err = freeAddr(); err != nil {
 		return p, err
