@@ -134,6 +134,10 @@ type Orders struct {
 	// ReceiverMaxEnergy is the most energy one receiver may hold from this service's live
 	// orders, all accounts together (RECEIVER_MAX_ENERGY); above it 5005. 0 = no ceiling.
 	ReceiverMaxEnergy int64
+	// GroupCommitters is how many group-commit transactions order creation runs at once
+	// (ORDER_GROUP_COMMITTERS, docs/orders.md "Group commit"); 0 stores every order in a
+	// transaction of its own.
+	GroupCommitters int
 	// AllowProviderSpill lets an order be filled beyond the own pools, from market providers
 	// and the deep reserve (ALLOW_PROVIDER_SPILL); off, an order own stock cannot fill is 5007.
 	AllowProviderSpill bool
@@ -421,6 +425,7 @@ func Load() (Config, error) {
 		MaxOrderEnergy:     int64(integer("MAX_ORDER_ENERGY", 10_000_000)),
 		ReceiverMaxEnergy:  int64(integer("RECEIVER_MAX_ENERGY", 50_000_000)),
 		AllowProviderSpill: str("ALLOW_PROVIDER_SPILL", "true") == "true",
+		GroupCommitters:    integer("ORDER_GROUP_COMMITTERS", 2),
 	}
 	if v := str("ALLOW_PROVIDER_SPILL", "true"); v != "true" && v != "false" {
 		errs = append(errs, fmt.Sprintf("ALLOW_PROVIDER_SPILL=%q: want true or false", v))

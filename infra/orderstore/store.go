@@ -270,6 +270,28 @@ func Lock(ctx context.Context, tx pgx.Tx, id string) (Row, error) {
 	return row, err
 }
 
+// QueuedLock is Lock queued in a pgx.Batch: once the batch ran, Row is the order, or Err
+// ErrNotFound (the batch itself does not fail for a missing order).
+type QueuedLock struct {
+	Row Row
+	Err error
+}
+
+// QueueLock queues Lock in b, so that reads made under the lock ride in the same round trip.
+func QueueLock(b *pgx.Batch, id string) *QueuedLock {
+	q := &QueuedLock{}
+	b.Queue(`SELECT `+columns+` FROM orders WHERE id = $1 FOR UPDATE`, id).QueryRow(func(r pgx.Row) error {
+		row, err := scan(r)
+		if errors.Is(err, pgx.ErrNoRows) {
+			q.Err = ErrNotFound
+			return nil
+		}
+		q.Row = row
+		return err
+	})
+	return q
+}
+
 // InFlight counts the account's orders still waiting for delivery (the 1101 limit).
 func InFlight(ctx context.Context, q Querier, accountID string) (int, error) {
 	var n int

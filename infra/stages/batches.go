@@ -63,7 +63,7 @@ func BatchFlow(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *sl
 	if err != nil {
 		return nil, nil, err
 	}
-	ordersAPI, err := ordersModule(cfg, pool, pricingAPI, nil, idem, log)
+	ordersAPI, err := ordersModule(cfg, pool, pricingAPI, nil, idem, log, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"rental/edge"
 	"rental/infra/config"
@@ -15,7 +16,7 @@ import (
 // ordersModule is the edge's order endpoints. led is the edge's ledger (its balance.low
 // rule applies to the holds order creation places); nil builds one the same way (Ledger).
 func ordersModule(cfg config.Config, pool *pgxpool.Pool, pricingAPI *edge.Pricing, led *ledger.Ledger,
-	idem *idempotency.Store, log *slog.Logger) (*edge.Orders, error) {
+	idem *idempotency.Store, log *slog.Logger, reg prometheus.Registerer) (*edge.Orders, error) {
 	if led == nil {
 		var err error
 		if led, err = Ledger(cfg, pool); err != nil {
@@ -41,6 +42,16 @@ func ordersModule(cfg config.Config, pool *pgxpool.Pool, pricingAPI *edge.Pricin
 		ReceiverMaxEnergy:   cfg.Orders.ReceiverMaxEnergy,
 		ForbidProviderSpill: !cfg.Orders.AllowProviderSpill,
 		MarketProviders:     len(cfg.Pricing.Providers),
+		GroupCommitters:     groupCommitters(cfg.Orders.GroupCommitters),
+		Registerer:          reg,
 		Logger:              log,
 	})
+}
+
+// groupCommitters maps ORDER_GROUP_COMMITTERS (0: no group commit) to the option (-1).
+func groupCommitters(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

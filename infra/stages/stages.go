@@ -172,7 +172,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	ordersAPI, err := ordersModule(cfg, pool, pricingAPI, nil, idem, log)
+	ordersAPI, err := ordersModule(cfg, pool, pricingAPI, nil, idem, log, reg)
 	if err != nil {
 		return nil, err
 	}

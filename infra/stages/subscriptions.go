@@ -51,7 +51,7 @@ func SubscriptionWatcher(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Clien
 	if err != nil {
 		return nil, err
 	}
-	ordersAPI, err := ordersModule(cfg, pool, pricingAPI, led, idem, log)
+	ordersAPI, err := ordersModule(cfg, pool, pricingAPI, led, idem, log, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -208,11 +208,25 @@ type action func(ctx context.Context) error
 func (f *Flow) step(ctx context.Context, orderID string) (more bool, err error) {
 	var after action
 	err = pgx.BeginFunc(ctx, f.o.Pool, func(tx pgx.Tx) error {
-		o, err := orderstore.Lock(ctx, tx, orderID)
-		if err != nil {
+		// The order's journal and fills are read under its lock in the same round trip.
+		b := &pgx.Batch{}
+		lock := orderstore.QueueLock(b, orderID)
+		pre := &loaded{}
+		b.Queue(journalSQL, orderID).Query(func(rows pgx.Rows) (err error) {
+			pre.journal, err = scanJournal(rows)
+			return err
+		})
+		b.Queue(fillsSQL, orderID).Query(func(rows pgx.Rows) (err error) {
+			pre.fills, err = scanFills(rows)
+			return err
+		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
-		more, after, err = f.dispatch(ctx, tx, o)
+		if lock.Err != nil {
+			return lock.Err
+		}
+		more, after, err = f.dispatch(ctx, tx, lock.Row, pre)
 		return err
 	})
 	if err != nil {
@@ -227,7 +241,31 @@ func (f *Flow) step(ctx context.Context, orderID string) (more bool, err error) 
 	return more, nil
 }
 
-func (f *Flow) dispatch(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, action, error) {
+// loaded is what a step read in the round trip that locked the order: its journal and
+// fills as they were at the lock. A step's first read of each uses them; a read after the
+// step's own writes goes to the database. nil reads everything from the database.
+type loaded struct {
+	journal []journalRow
+	fills   []fill
+}
+
+func (l *loaded) journalOf(ctx context.Context, tx pgx.Tx, orderID string) ([]journalRow, error) {
+	if l != nil {
+		return l.journal, nil
+	}
+	return journal(ctx, tx, orderID)
+}
+
+func (l *loaded) fillsOf(ctx context.Context, tx pgx.Tx, orderID string) ([]fill, error) {
+	if l != nil {
+		return l.fills, nil
+	}
+	return fills(ctx, tx, orderID)
+}
+
+// dispatch runs the step of o's status; pre is what the step read under the lock (nil:
+// nothing, every read goes to the database).
+func (f *Flow) dispatch(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *loaded) (bool, action, error) {
 	switch o.Status {
 	case orders.Created:
 		// Creation placed the hold in the order's own transaction; it is there by
@@ -239,9 +277,9 @@ func (f *Flow) dispatch(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 	case orders.Paid:
 		return f.allocate(ctx, tx, o)
 	case orders.Allocating:
-		return f.deliver(ctx, tx, o)
+		return f.deliver(ctx, tx, o, pre)
 	case orders.Delegated:
-		return f.settle(ctx, tx, o)
+		return f.settle(ctx, tx, o, pre)
 	case orders.Confirmed:
 		var due *time.Time
 		if o.ExpiresAt != nil {
@@ -254,12 +292,12 @@ func (f *Flow) dispatch(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 		f.transitions.WithLabelValues(string(orders.Active)).Inc()
 		return true, nil, nil
 	case orders.Active:
-		return f.takeBack(ctx, tx, o)
+		return f.takeBack(ctx, tx, o, pre)
 	case orders.Refunded:
 		// Support refunded the money of a delivered order; its stake still comes back
 		// (a delegation never ends by itself). No event: order.refunded was sent.
 		if o.Resource != orders.Activation && o.DelegatedAt != nil {
-			if _, next, after, err := f.returnStake(ctx, tx, o); err != nil || next != nil {
+			if _, next, after, err := f.returnStake(ctx, tx, o, pre); err != nil || next != nil {
 				return false, after, err
 			}
 		}

@@ -399,7 +399,7 @@ func signUnsent(t *testing.T, e *env, orderID string) journalRow {
 		if err != nil {
 			return err
 		}
-		_, after, err := f.dispatch(ctx, tx, row)
+		_, after, err := f.dispatch(ctx, tx, row, nil)
 		if err != nil {
 			return err
 		}

@@ -52,11 +52,17 @@ func (j journalRow) settled() bool {
 
 // journal reads the order's signed transactions, latest attempt of each step last.
 func journal(ctx context.Context, tx pgx.Tx, orderID string) ([]journalRow, error) {
-	rows, err := tx.Query(ctx, `SELECT txid, purpose, fill_seq, attempt, tx, expiration, state, result, block_time
-		FROM signed_txs WHERE order_id = $1 ORDER BY purpose, fill_seq, attempt`, orderID)
+	rows, err := tx.Query(ctx, journalSQL, orderID)
 	if err != nil {
 		return nil, err
 	}
+	return scanJournal(rows)
+}
+
+const journalSQL = `SELECT txid, purpose, fill_seq, attempt, tx, expiration, state, result, block_time
+		FROM signed_txs WHERE order_id = $1 ORDER BY purpose, fill_seq, attempt`
+
+func scanJournal(rows pgx.Rows) ([]journalRow, error) {
 	defer rows.Close()
 	var out []journalRow
 	for rows.Next() {

@@ -34,11 +34,17 @@ type fill struct {
 	State      string
 }
 
+const fillsSQL = `SELECT seq, source, pool_address, amount, balance_sun, state FROM order_fills WHERE order_id = $1 ORDER BY seq`
+
 func fills(ctx context.Context, tx pgx.Tx, orderID string) ([]fill, error) {
-	rows, err := tx.Query(ctx, `SELECT seq, source, pool_address, amount, balance_sun, state FROM order_fills WHERE order_id = $1 ORDER BY seq`, orderID)
+	rows, err := tx.Query(ctx, fillsSQL, orderID)
 	if err != nil {
 		return nil, err
 	}
+	return scanFills(rows)
+}
+
+func scanFills(rows pgx.Rows) ([]fill, error) {
 	defer rows.Close()
 	var out []fill
 	for rows.Next() {
@@ -370,9 +376,9 @@ func (f *Flow) balanceFor(units, limit, weight int64) (int64, error) {
 
 // deliver activates the receiver when asked and needed, then signs and broadcasts one
 // delegation per fill. It returns an action that broadcasts after commit.
-func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, action, error) {
+func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *loaded) (bool, action, error) {
 	now := f.o.Now()
-	js, err := journal(ctx, tx, o.ID)
+	js, err := pre.journalOf(ctx, tx, o.ID)
 	if err != nil {
 		return false, nil, err
 	}
@@ -436,7 +442,8 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, 
 		return true, nil, f.setStatus(ctx, tx, o, orders.Delegated, now.Add(f.o.RetryEvery))
 	}
 
-	fs, err := fills(ctx, tx, o.ID)
+	// Nothing above wrote fills (the activation's branch returns in every case).
+	fs, err := pre.fillsOf(ctx, tx, o.ID)
 	if err != nil {
 		return false, nil, err
 	}
@@ -630,13 +637,13 @@ func (f *Flow) landedOrDropped(ctx context.Context, tx pgx.Tx, o orderstore.Row,
 // settle waits for every delegation's block result (chain facts set the journal rows),
 // then confirms what landed after checking the receiver's delegated balance on chain, or
 // fails the order when nothing did.
-func (f *Flow) settle(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, action, error) {
+func (f *Flow) settle(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *loaded) (bool, action, error) {
 	now := f.o.Now()
-	js, err := journal(ctx, tx, o.ID)
+	js, err := pre.journalOf(ctx, tx, o.ID)
 	if err != nil {
 		return false, nil, err
 	}
-	fs, err := fills(ctx, tx, o.ID)
+	fs, err := pre.fillsOf(ctx, tx, o.ID)
 	if err != nil {
 		return false, nil, err
 	}
@@ -788,7 +795,7 @@ func (f *Flow) confirm(ctx context.Context, tx pgx.Tx, o orderstore.Row, deliver
 // refuses an undelegation while the delegation's lock runs; the step then tries again a
 // little later (the lock covers the tier, so an early reclaim takes effect when the chain
 // allows).
-func (f *Flow) takeBack(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool, action, error) {
+func (f *Flow) takeBack(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *loaded) (bool, action, error) {
 	now := f.o.Now()
 	reclaim := o.ReclaimRequestedAt != nil
 	if o.Resource == orders.Activation || o.ExpiresAt == nil {
@@ -803,7 +810,7 @@ func (f *Flow) takeBack(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 	if !reclaim && now.Before(expires) {
 		return f.wait(ctx, tx, o, expires)
 	}
-	hashes, next, after, err := f.returnStake(ctx, tx, o)
+	hashes, next, after, err := f.returnStake(ctx, tx, o, pre)
 	if err != nil || next != nil {
 		return false, after, err
 	}
@@ -831,14 +838,14 @@ func (f *Flow) takeBack(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 // as the order's due time) and after broadcasts what was just signed. An undelegation that
 // fails, is refused or expires outside a block is signed again; the chain refuses one while
 // the delegation's lock runs, and the step tries again a little later.
-func (f *Flow) returnStake(ctx context.Context, tx pgx.Tx, o orderstore.Row) (hashes []string, next *time.Time, after action, err error) {
+func (f *Flow) returnStake(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *loaded) (hashes []string, next *time.Time, after action, err error) {
 	now := f.o.Now()
 	due5 := now.Add(5 * f.o.RetryEvery)
-	js, err := journal(ctx, tx, o.ID)
+	js, err := pre.journalOf(ctx, tx, o.ID)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	fs, err := fills(ctx, tx, o.ID)
+	fs, err := pre.fillsOf(ctx, tx, o.ID)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -29,7 +29,7 @@
 // ORDERS_BENCH_RECEIVERS (1000), ORDERS_BENCH_EDGE_CONNS (16, the edge's pool_max_conns),
 // ORDERS_BENCH_PGBENCH_CLIENTS (8), ORDERS_BENCH_PGBENCH_TIME (10s), PGBENCH (pgbench
 // binary), ORDERS_BENCH_CPUPROFILE (file: CPU profile of the closed-loop phase),
-// ORDERS_BENCH_TRACE_SQL (1: round trips, statements and their time per order on the edge's pool),
+// ORDERS_BENCH_TRACE_SQL (1: round trips, statements and their time per order on the edge's and the order processor's pools),
 // ORDERS_BENCH_LOG (warn: stage log level), ORDERS_BENCH_PROCESSOR (off: diagnostic run
 // without the order processor, to tell creation's cost from the rest of the pipeline's),
 // ORDERS_BENCH_PROCESSOR_CONNS (the order processor's pool size; default as its binary's).
@@ -246,6 +246,7 @@ func run(log *slog.Logger) (string, error) {
 
 	// Phase 1: closed loop.
 	p.sqlStats.reset()
+	p.procStats.reset()
 	stopProfile, err := startProfile(st.cpuProfile, say)
 	if err != nil {
 		return "", err
@@ -274,7 +275,10 @@ func run(log *slog.Logger) (string, error) {
 	}
 	say("backends of the bench database, sampled every 20 ms during the closed loop: %s", <-waits)
 	if p.sqlStats != nil {
-		p.sqlStats.report(closed.ok, say)
+		p.sqlStats.report("edge", "order", closed.ok, say)
+	}
+	if p.procStats != nil {
+		p.procStats.report("order processor", "order that left created", int(p.advanced(ctx)-advanced0), say)
 	}
 	if err := closed.check(st.maxErrorRate, "closed loop"); err != nil {
 		return "", err
@@ -436,6 +440,7 @@ type pipeline struct {
 	sim         *tronsim.Sim
 	dataDir     string
 	sqlStats    *sqlStats
+	procStats   *sqlStats // the order processor's pool
 	closers     []func()
 }
 
@@ -568,12 +573,19 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 		return p, err
 	}
 	// A stage's pool is sized as its binary sizes it (stages.PoolConns).
+	if st.traceSQL {
+		p.procStats = &sqlStats{}
+	}
 	stagePool := func(binary string) (*pgxpool.Pool, error) {
+		var t pgx.QueryTracer
+		if binary == "orderflow" && p.procStats != nil {
+			t = p.procStats
+		}
 		if binary == "orderflow" && st.processorConns > 0 {
-			return connect(withParam(dsn, "pool_max_conns", strconv.Itoa(st.processorConns)), nil)
+			return connect(withParam(dsn, "pool_max_conns", strconv.Itoa(st.processorConns)), t)
 		}
 		if n := stages.PoolConns[binary]; n > 0 {
-			return connect(withParam(dsn, "pool_max_conns", strconv.Itoa(int(n))), nil)
+			return connect(withParam(dsn, "pool_max_conns", strconv.Itoa(int(n))), t)
 		}
 		return connect(dsn, nil)
 	}
@@ -1222,7 +1234,7 @@ func (s *sqlStats) add(sql string, el time.Duration, statements int) {
 	st.total += el
 }
 
-func (s *sqlStats) report(orders int, say func(string, ...any)) {
+func (s *sqlStats) report(who, per string, orders int, say func(string, ...any)) {
 	if s == nil || orders == 0 {
 		return
 	}
@@ -1258,10 +1270,10 @@ func (s *sqlStats) report(orders int, say func(string, ...any)) {
 		total += v.total
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].st.total > rows[j].st.total })
-	say("edge SQL during the closed loop: %.1f round trips (%.1f statements) per order, %.2f ms of round-trip time per order",
-		float64(n)/float64(orders), float64(statements)/float64(orders), float64(total.Microseconds())/1000/float64(orders))
+	say("%s SQL during the closed loop: %.1f round trips (%.1f statements) per %s, %.2f ms of round-trip time per %s",
+		who, float64(n)/float64(orders), float64(statements)/float64(orders), per, float64(total.Microseconds())/1000/float64(orders), per)
 	for _, r := range rows {
-		say("  %6.2f/order  avg %6.2f ms  %s", float64(r.st.n)/float64(orders), float64(r.st.total.Microseconds())/1000/float64(r.st.n), r.sql)
+		say("  %6.2f/%s  avg %6.2f ms  %s", float64(r.st.n)/float64(orders), per, float64(r.st.total.Microseconds())/1000/float64(r.st.n), r.sql)
 	}
 }
 
