@@ -45,14 +45,16 @@ func Main(name string, build func(p *Process) (Runner, error)) {
 	}
 }
 
-// PoolConns is the Postgres pool size of the stages whose concurrency exceeds pgx's default
-// (the larger of 4 and the CPUs), unless DATABASE_URL sets pool_max_conns. The order
-// processor runs a worker per intents partition and per chain-facts partition plus its
-// due-order sweep, and each holds a connection for a step: with 4 connections its steps
-// queued for one and it advanced about 40 orders/s on the 2-core bench machine; 8 doubled
-// that, while 12 and 24 added no pace there and took CPU from order creation (make bench,
-// orders_create). A replica on a machine of its own wants more: set pool_max_conns.
-var PoolConns = map[string]int32{"orderflow": 8}
+// PoolConns is the Postgres pool size of the stages whose concurrency differs from pgx's
+// default (the larger of 4 and the CPUs), unless DATABASE_URL sets pool_max_conns. The
+// order processor's steps serialise on the stake pools' row locks during allocation, so
+// its pace stops growing with connections early, while every extra connection takes CPU
+// from order creation on a shared machine. On the 2-core bench machine (make bench,
+// orders_create), once a step read the order, its journal and fills in one round trip:
+// 2 connections advanced 52 orders/s with creation at 0.91x TPC-B; 4 advanced 77/s with
+// creation at 0.84x; 8 advanced about 80/s with creation at 0.6x. A replica on a machine
+// of its own wants more: set pool_max_conns.
+var PoolConns = map[string]int32{"orderflow": 4}
 
 func run(log *slog.Logger, name string, build func(p *Process) (Runner, error)) error {
 	cfg, err := config.Load()
