@@ -270,6 +270,16 @@ func Lock(ctx context.Context, tx pgx.Tx, id string) (Row, error) {
 	return row, err
 }
 
+// UpdateReturning runs an UPDATE of one order (sql without a RETURNING clause) and returns
+// the order as it is after it, in the same round trip.
+func UpdateReturning(ctx context.Context, tx pgx.Tx, sql string, args ...any) (Row, error) {
+	row, err := scan(tx.QueryRow(ctx, sql+` RETURNING `+columns, args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Row{}, ErrNotFound
+	}
+	return row, err
+}
+
 // QueuedLock is Lock queued in a pgx.Batch: once the batch ran, Row is the order, or Err
 // ErrNotFound (the batch itself does not fail for a missing order).
 type QueuedLock struct {

@@ -647,7 +647,10 @@ func (f *Flow) settle(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *loa
 	if err != nil {
 		return false, nil, err
 	}
-	for _, fl := range fs {
+	// The fills' new states are kept in fs as written; the journal is read again only when
+	// the node's answer settled a row of it here (normally chain facts did before).
+	journalWritten := false
+	for i, fl := range fs {
 		if fl.State != "broadcast" {
 			continue
 		}
@@ -656,6 +659,7 @@ func (f *Flow) settle(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *loa
 			return false, nil, fmt.Errorf("fill %d broadcast without a journal row", fl.Seq)
 		}
 		if !j.settled() {
+			journalWritten = true
 			info, err := f.o.Node.GetTransactionInfoByID(ctx, j.TxID)
 			if errors.Is(err, tron.ErrNotFound) {
 				return f.landedOrDropped(ctx, tx, o, j)
@@ -680,13 +684,12 @@ func (f *Flow) settle(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *loa
 		if _, err := tx.Exec(ctx, `UPDATE order_fills SET state = $3, updated_at = now() WHERE order_id = $1 AND seq = $2`, o.ID, fl.Seq, state); err != nil {
 			return false, nil, err
 		}
+		fs[i].State = state
 	}
-	fs, err = fills(ctx, tx, o.ID)
-	if err != nil {
-		return false, nil, err
-	}
-	if js, err = journal(ctx, tx, o.ID); err != nil {
-		return false, nil, err
+	if journalWritten {
+		if js, err = journal(ctx, tx, o.ID); err != nil {
+			return false, nil, err
+		}
 	}
 	// delegated_at is the block of the first delegation that landed, whichever pass of
 	// this step saw it land.
@@ -773,12 +776,9 @@ func (f *Flow) confirm(ctx context.Context, tx pgx.Tx, o orderstore.Row, deliver
 	}
 	// Confirmed, and at once active (the spec's automatic step): both in this transaction,
 	// so the order is due next at its expiry (an activation never).
-	if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'active', delivered_amount = $2, partial = $3,
+	row, err := orderstore.UpdateReturning(ctx, tx, `UPDATE orders SET status = 'active', delivered_amount = $2, partial = $3,
 			refunded_amount_sun = refunded_amount_sun + $4, delegated_at = $5, expires_at = $6, next_due_at = $6, updated_at = now()
-		WHERE id = $1`, o.ID, delivered, partial, refund, at, expires); err != nil {
-		return err
-	}
-	row, err := orderstore.Lock(ctx, tx, o.ID)
+		WHERE id = $1`, o.ID, delivered, partial, refund, at, expires)
 	if err != nil {
 		return err
 	}
