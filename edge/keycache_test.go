@@ -58,17 +58,25 @@ type noReplay struct{}
 
 func (noReplay) Remember(context.Context, string, []byte) (bool, error) { return true, nil }
 
-// A key in use is read again in the background past half its cache life, so requests keep
-// being served from the cache, with what the store says now; an entry nobody refreshed is
-// never served past CacheTTL.
-func TestKeyCacheRefreshesAheadAndNeverServesPastItsLife(t *testing.T) {
+// newKeyCache is a key authenticator with cache life ttl over a keyStore answering
+// orders.read.
+func newKeyCache(t *testing.T, ttl time.Duration) (*keyStore, *KeyAuthenticator) {
+	t.Helper()
 	store := &keyStore{scopes: []string{"orders.read"}}
-	const ttl = time.Second
 	a, err := NewKeyAuthenticator(KeyAuthOptions{Network: network.Nile, Keys: store, Replay: noReplay{},
 		Logger: slog.New(slog.DiscardHandler), CacheTTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return store, a
+}
+
+// A key in use is read again in the background past half its cache life, so requests keep
+// being served from the cache, with what the store says now; an entry nobody refreshed is
+// never served past CacheTTL.
+func TestKeyCacheRefreshesAheadAndNeverServesPastItsLife(t *testing.T) {
+	const ttl = time.Second
+	store, a := newKeyCache(t, ttl)
 	ctx := context.Background()
 	t0 := time.Now()
 	scopesAt := func(at time.Time) []string {
@@ -126,13 +134,8 @@ func TestKeyCacheRefreshesAheadAndNeverServesPastItsLife(t *testing.T) {
 // Many keys in use are refreshed together: the keys past half their life within the
 // gathering delay are read by one query, not one each.
 func TestKeyCacheRefreshesManyKeysInOneRead(t *testing.T) {
-	store := &keyStore{scopes: []string{"orders.read"}}
 	const ttl = time.Second
-	a, err := NewKeyAuthenticator(KeyAuthOptions{Network: network.Nile, Keys: store, Replay: noReplay{},
-		Logger: slog.New(slog.DiscardHandler), CacheTTL: ttl})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, a := newKeyCache(t, ttl)
 	ctx := context.Background()
 	t0 := time.Now()
 	const n = 50
