@@ -139,7 +139,9 @@ func (r *Relay) Run(ctx context.Context) error {
 
 func (r *Relay) work(ctx context.Context) {
 	for {
-		shards, ok := r.sched.takeMany(ctx)
+		// Each worker takes its share of the shards, so that a backlog is still
+		// published by every worker at once.
+		shards, ok := r.sched.takeMany(ctx, (Shards+r.o.Workers-1)/r.o.Workers)
 		if !ok {
 			return
 		}

@@ -53,15 +53,15 @@ func (s *scheduler) take(ctx context.Context) (int, bool) {
 	}
 }
 
-// takeMany is take that also takes every other queued shard (at most Shards in all), so
-// that one transaction publishes them together.
-func (s *scheduler) takeMany(ctx context.Context) ([]int, bool) {
+// takeMany is take that also takes other queued shards, up to max in all, so that one
+// transaction publishes them together.
+func (s *scheduler) takeMany(ctx context.Context, max int) ([]int, bool) {
 	first, ok := s.take(ctx)
 	if !ok {
 		return nil, false
 	}
 	shards := []int{first}
-	for {
+	for len(shards) < max {
 		select {
 		case shard := <-s.ready:
 			s.mu.Lock()
@@ -73,6 +73,7 @@ func (s *scheduler) takeMany(ctx context.Context) ([]int, bool) {
 			return shards, true
 		}
 	}
+	return shards, true
 }
 
 func (s *scheduler) finish(shard int) {
