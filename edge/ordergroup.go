@@ -87,6 +87,7 @@ type groupCommitter struct {
 	wg      sync.WaitGroup
 
 	size     prometheus.Histogram
+	wait     prometheus.Histogram
 	declined *prometheus.CounterVec
 }
 
@@ -97,6 +98,11 @@ func newGroupCommitter(m *Orders, reg prometheus.Registerer) *groupCommitter {
 		Name:    "rental_order_group_size",
 		Help:    "Orders stored per group-commit transaction of POST /v1/orders.",
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+	}))
+	g.wait = promreg.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "rental_order_group_wait_seconds",
+		Help:    "Time a creation spent with the group commit: waiting for a committer and its group's transaction.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 	}))
 	g.declined = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rental_order_group_declined_total",
@@ -115,8 +121,10 @@ func (g *groupCommitter) submit(ctx context.Context, e *groupEntry) error {
 		return errDeclined
 	}
 	g.wake()
+	start := time.Now()
 	select {
 	case err := <-e.done:
+		g.wait.Observe(time.Since(start).Seconds())
 		return err
 	case <-ctx.Done():
 		// The committer still finishes e; its outcome is not waited for. A client retry

@@ -63,6 +63,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/sync/errgroup"
@@ -296,8 +297,12 @@ func run(log *slog.Logger) (string, error) {
 	if stopProfile, err = startProfile(openProfile, say); err != nil {
 		return "", err
 	}
+	server0, group0 := p.serverBuckets(), p.histogram("rental_order_group_wait_seconds", nil)
 	open := gen.openLoop(ctx, half, st.duration)
 	stopProfile()
+	say("open loop, the edge's own time for POST /v1/orders (from its histogram): %s", p.serverBuckets().minus(server0))
+	say("open loop, of which with the group commit (waiting for a committer and the group's transaction): %s",
+		p.histogram("rental_order_group_wait_seconds", nil).minus(group0))
 	openBySecond := open.bySecond() // before pct sorts the latencies
 	say("open loop at %.0f orders/s (half rate), %s: %d orders (%.0f orders/s), %d errors %s; latency p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms",
 		half, open.elapsed.Round(time.Millisecond), open.ok, float64(open.ok)/open.elapsed.Seconds(), open.errors(), open.errorSummary(),
@@ -441,6 +446,7 @@ type pipeline struct {
 	dataDir     string
 	sqlStats    *sqlStats
 	procStats   *sqlStats // the order processor's pool
+	reg         *prometheus.Registry
 	closers     []func()
 }
 
@@ -612,6 +618,7 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 	}
 	p.closers = append(p.closers, producer.Close)
 	reg := metrics.NewRegistry()
+	p.reg = reg
 	type build func(pool *pgxpool.Pool) (stages.Runner, error)
 	builds := []struct {
 		name string
@@ -1331,4 +1338,63 @@ func clip(b []byte) string {
 		b = b[:200]
 	}
 	return string(b)
+}
+
+// buckets is a cumulative latency histogram: upper bound in seconds -> count.
+type buckets map[float64]uint64
+
+// serverBuckets reads the edge's duration histogram of POST /v1/orders.
+func (p *pipeline) serverBuckets() buckets {
+	return p.histogram("rental_http_request_duration_seconds", map[string]string{"route": "/v1/orders", "method": "POST"})
+}
+
+// histogram reads the buckets of the named histogram's series with labels (all of them
+// summed when labels is nil).
+func (p *pipeline) histogram(name string, labels map[string]string) buckets {
+	out := buckets{}
+	mfs, err := p.reg.Gather()
+	if err != nil {
+		return out
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					continue series
+				}
+			}
+			for _, b := range m.GetHistogram().GetBucket() {
+				out[b.GetUpperBound()] += b.GetCumulativeCount()
+			}
+		}
+	}
+	return out
+}
+
+// minus is the share of requests within each bound since b0, as text.
+func (b buckets) minus(b0 buckets) string {
+	bounds := make([]float64, 0, len(b))
+	for k := range b {
+		bounds = append(bounds, k)
+	}
+	sort.Float64s(bounds)
+	var total uint64
+	if len(bounds) > 0 {
+		total = b[bounds[len(bounds)-1]] - b0[bounds[len(bounds)-1]]
+	}
+	if total == 0 {
+		return "no requests"
+	}
+	var parts []string
+	for _, k := range bounds {
+		if k > 0.1 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%.1f%% within %g ms", 100*float64(b[k]-b0[k])/float64(total), k*1000))
+	}
+	return strings.Join(parts, ", ")
 }
