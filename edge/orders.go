@@ -17,7 +17,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"regexp"
 	"slices"
@@ -835,14 +834,9 @@ func (m *Orders) listOrders(ctx context.Context, rc *fasthttp.RequestCtx) error 
 	if err != nil {
 		return err
 	}
-	limit := DefaultOrdersPageSize
-	if v, ok := q["limit"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxOrdersPageSize {
-			return Invalid("limit", "range", fmt.Sprintf("limit must be an integer from 1 to %d", MaxOrdersPageSize)).
-				With("min", 1).With("max", MaxOrdersPageSize)
-		}
-		limit = n
+	limit, err := pageLimit(q, DefaultOrdersPageSize, MaxOrdersPageSize)
+	if err != nil {
+		return err
 	}
 	var f orderstore.Filter
 	if v, ok := q["cursor"]; ok {

@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -433,6 +434,21 @@ func readQuery(rc *fasthttp.RequestCtx, allowed ...string) (map[string]string, e
 		}
 	})
 	return out, err
+}
+
+// pageLimit reads the list endpoints' limit from q: def when absent, else an integer from
+// 1 to max (2001 "range" with details.min and details.max otherwise).
+func pageLimit(q map[string]string, def, max int) (int, error) {
+	v, ok := q["limit"]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, Invalid("limit", "range", fmt.Sprintf("limit must be an integer from 1 to %d", max)).
+			With("min", 1).With("max", max)
+	}
+	return n, nil
 }
 
 func parseResource(v string) (pricing.Resource, error) {

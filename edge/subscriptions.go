@@ -24,7 +24,6 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -583,14 +582,9 @@ func (m *Subscriptions) listSubscriptions(ctx context.Context, rc *fasthttp.Requ
 	if err != nil {
 		return err
 	}
-	limit := DefaultSubscriptionsPageSize
-	if v, ok := q["limit"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxSubscriptionsPageSize {
-			return Invalid("limit", "range", fmt.Sprintf("limit must be an integer from 1 to %d", MaxSubscriptionsPageSize)).
-				With("min", 1).With("max", MaxSubscriptionsPageSize)
-		}
-		limit = n
+	limit, err := pageLimit(q, DefaultSubscriptionsPageSize, MaxSubscriptionsPageSize)
+	if err != nil {
+		return err
 	}
 	var f substore.Filter
 	if v, ok := q["cursor"]; ok {

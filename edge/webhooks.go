@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -468,13 +467,9 @@ func (m *Webhooks) deliveries(ctx context.Context, rc *fasthttp.RequestCtx) erro
 	if err != nil {
 		return err
 	}
-	limit := 50
-	if v, ok := q["limit"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 200 {
-			return Invalid("limit", "range", "limit must be an integer from 1 to 200").With("min", 1).With("max", 200)
-		}
-		limit = n
+	limit, err := pageLimit(q, 50, 200)
+	if err != nil {
+		return err
 	}
 	id := pathValue(rc, "id")
 	if _, err := m.o.Store.Get(ctx, m.o.Store.Pool(), p.AccountID, id); errors.Is(err, webhooks.ErrNotFound) {
