@@ -268,40 +268,77 @@ func (l *Ledger) CaptureHold(ctx context.Context, tx pgx.Tx, holdRef string, amo
 	if amountSun < 0 || amountSun > dom.MaxAmountSun {
 		return dom.ErrAmount
 	}
-	return inSavepoint(ctx, tx, func(tx pgx.Tx) error {
-		var accountID string
-		var held int64
-		err := tx.QueryRow(ctx, `UPDATE ledger_holds SET status = 'captured', captured_sun = $2, closed_at = now()
-			WHERE ref = $1 AND status = 'placed' AND amount_sun >= $2
-			RETURNING account_id, amount_sun`, holdRef, amountSun).Scan(&accountID, &held)
+	// Two round trips (it is on every delivered order's path): the savepoint with the hold's
+	// update, then the account's update with the posting. The savepoint is rolled back when
+	// the second finds something wrong, so a refusal leaves tx as it was; on success it is
+	// left to the caller's commit (releasing it would cost a third round trip).
+	const sp = "ledger_capture"
+	var accountID string
+	var held int64
+	captured := false
+	b := &pgx.Batch{}
+	b.Queue("SAVEPOINT " + sp)
+	b.Queue(`UPDATE ledger_holds SET status = 'captured', captured_sun = $2, closed_at = now()
+		WHERE ref = $1 AND status = 'placed' AND amount_sun >= $2
+		RETURNING account_id, amount_sun`, holdRef, amountSun).QueryRow(func(r pgx.Row) error {
+		err := r.Scan(&accountID, &held)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return holdReplay(ctx, tx, holdRef, "captured", &amountSun)
+			return nil
 		}
-		if err != nil {
-			return err
-		}
-		// The reservation is the guard: the hold was placed against available money. The
-		// balance may still have fallen below it since (a deposit reversed by a fork), and
-		// the capture must go through all the same, or the order could never finish; a
-		// negative available balance is how the invariants surface that for an operator.
-		r, err := scanRow(tx.QueryRow(ctx, `UPDATE ledger_accounts
-			SET reserved_sun = reserved_sun - $2, balance_sun = balance_sun - $3, spent_sun = spent_sun + $3, updated_at = now()
-			WHERE account_id = $1 AND reserved_sun >= $2
-			RETURNING `+rowCols, accountID, held, amountSun))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("ledger: hold %s of %d SUN is not covered by the reservation of %s", holdRef, held, accountID)
-		}
-		if err != nil {
-			return err
-		}
-		if amountSun > 0 {
-			if err := insertPosting(ctx, tx, posting{kind: dom.KindCapture, ref: "capture:" + holdRef, accountID: accountID,
-				amount: amountSun, referenceID: holdRef}); err != nil {
-				return err
-			}
-		}
-		return l.checkLow(ctx, tx, accountID, r)
+		captured = err == nil
+		return err
 	})
+	undo := func(err error) error {
+		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+sp); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		return conflict(err)
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return undo(err)
+	}
+	if !captured {
+		return holdReplay(ctx, tx, holdRef, "captured", &amountSun)
+	}
+	// The reservation is the guard: the hold was placed against available money. The
+	// balance may still have fallen below it since (a deposit reversed by a fork), and
+	// the capture must go through all the same, or the order could never finish; a
+	// negative available balance is how the invariants surface that for an operator.
+	var r row
+	covered := false
+	b = &pgx.Batch{}
+	b.Queue(`UPDATE ledger_accounts
+		SET reserved_sun = reserved_sun - $2, balance_sun = balance_sun - $3, spent_sun = spent_sun + $3, updated_at = now()
+		WHERE account_id = $1 AND reserved_sun >= $2
+		RETURNING `+rowCols, accountID, held, amountSun).QueryRow(func(q pgx.Row) error {
+		var err error
+		r, err = scanRow(q)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		covered = err == nil
+		return err
+	})
+	p := posting{kind: dom.KindCapture, ref: "capture:" + holdRef, accountID: accountID, amount: amountSun, referenceID: holdRef}
+	var posted *queuedPosting
+	if amountSun > 0 {
+		var err error
+		if posted, err = queuePosting(b, p); err != nil {
+			return undo(err)
+		}
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return undo(err)
+	}
+	if !covered {
+		return undo(fmt.Errorf("ledger: hold %s of %d SUN is not covered by the reservation of %s", holdRef, held, accountID))
+	}
+	if posted != nil {
+		if err := posted.check(ctx, tx); err != nil {
+			return undo(err)
+		}
+	}
+	return l.checkLow(ctx, tx, accountID, r)
 }
 
 // ReleaseHold voids a placed hold: its whole amount becomes available again. Releasing a
@@ -529,12 +566,58 @@ func insertPosting(ctx context.Context, tx pgx.Tx, p posting) error {
 	return err
 }
 
+// queuedPosting is insertPosting queued in a pgx.Batch; check finishes it once the batch ran.
+type queuedPosting struct {
+	p       posting
+	applied bool
+}
+
+func queuePosting(b *pgx.Batch, p posting) (*queuedPosting, error) {
+	q := &queuedPosting{p: p}
+	sql, args, err := postingInsert(p)
+	if err != nil {
+		return nil, err
+	}
+	b.Queue(sql, args...).Exec(func(tag pgconn.CommandTag) error {
+		q.applied = tag.RowsAffected() == 1
+		return nil
+	})
+	return q, nil
+}
+
+// check is insertPosting's answer: nil when written, ErrRefReused when the ref was there.
+func (q *queuedPosting) check(ctx context.Context, tx pgx.Tx) error {
+	if q.applied {
+		return nil
+	}
+	if _, err := postingRepeat(ctx, tx, q.p); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: posting %s", ErrRefReused, q.p.ref)
+}
+
 // insertPostingOnce inserts the posting unless its ref exists; applied is false for a repeat
 // of the same movement, and ErrRefReused when the ref names a different one.
 func insertPostingOnce(ctx context.Context, tx pgx.Tx, p posting) (bool, error) {
-	debit, credit, err := dom.Legs(p.kind, p.accountID)
+	sql, args, err := postingInsert(p)
 	if err != nil {
 		return false, err
+	}
+	tag, err := tx.Exec(ctx, sql, args...)
+	if err != nil {
+		return false, err
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	return postingRepeat(ctx, tx, p)
+}
+
+// postingInsert is the statement inserting p unless its ref exists.
+func postingInsert(p posting) (string, []any, error) {
+	debit, credit, err := dom.Legs(p.kind, p.accountID)
+	if err != nil {
+		return "", nil, err
 	}
 	if p.details == nil {
 		p.details = map[string]any{}
@@ -543,15 +626,14 @@ func insertPostingOnce(ctx context.Context, tx pgx.Tx, p posting) (bool, error) 
 	if p.referenceID != "" {
 		refID = &p.referenceID
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO ledger_postings (ref, kind, debit, credit, amount_sun, account_id, reference_id, details)
+	return `INSERT INTO ledger_postings (ref, kind, debit, credit, amount_sun, account_id, reference_id, details)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (ref) DO NOTHING`,
-		p.ref, string(p.kind), debit, credit, p.amount, p.accountID, refID, p.details)
-	if err != nil {
-		return false, err
-	}
-	if tag.RowsAffected() == 1 {
-		return true, nil
-	}
+		[]any{p.ref, string(p.kind), debit, credit, p.amount, p.accountID, refID, p.details}, nil
+}
+
+// postingRepeat judges a posting whose ref existed: the same movement again (false, nil)
+// or ErrRefReused.
+func postingRepeat(ctx context.Context, tx pgx.Tx, p posting) (bool, error) {
 	var acc string
 	var amt int64
 	if err := tx.QueryRow(ctx, `SELECT account_id, amount_sun FROM ledger_postings WHERE ref = $1`, p.ref).Scan(&acc, &amt); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -390,5 +391,48 @@ func TestInvariantsDetectTampering(t *testing.T) {
 	}
 	if err := e.tx(t, func(tx pgx.Tx) error { return e.l.ReleaseHold(ctx, tx, "ord_x") }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A capture the account's reservation does not cover is refused and undone: the hold is
+// still placed, no posting was written, and the caller's transaction goes on.
+func TestCaptureNotCoveredLeavesTheTransactionAsItWas(t *testing.T) {
+	e := newEnv(t, ledger.Options{})
+	ctx := context.Background()
+	acc := e.account(t)
+	e.adjust(t, acc, 20_000_000, "seed")
+	if err := e.tx(t, func(tx pgx.Tx) error { return e.l.PlaceHold(ctx, tx, acc, "ord_c", 5_000_000) }); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := e.db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // the corruption below is never committed
+	// A reservation smaller than the hold (what a bug elsewhere would leave).
+	if _, err := tx.Exec(ctx, `UPDATE ledger_accounts SET reserved_sun = 0 WHERE account_id = $1`, acc); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.l.CaptureHold(ctx, tx, "ord_c", 5_000_000); err == nil || !strings.Contains(err.Error(), "not covered") {
+		t.Fatalf("capture over a missing reservation: %v", err)
+	}
+	var status string
+	var postings int
+	if err := tx.QueryRow(ctx, `SELECT status, (SELECT count(*) FROM ledger_postings WHERE ref = 'capture:ord_c')
+		FROM ledger_holds WHERE ref = 'ord_c'`).Scan(&status, &postings); err != nil {
+		t.Fatalf("the caller's transaction was broken by the refused capture: %v", err)
+	}
+	if status != "placed" || postings != 0 {
+		t.Fatalf("after the refused capture: hold %s, %d postings", status, postings)
+	}
+	_ = tx.Rollback(ctx)
+	// With the reservation intact the same capture goes through, once.
+	for range 2 {
+		if err := e.tx(t, func(tx pgx.Tx) error { return e.l.CaptureHold(ctx, tx, "ord_c", 5_000_000) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := e.summary(t, acc); s.ReservedSun != 0 || s.BalanceSun != 15_000_000 {
+		t.Fatalf("after the capture: %+v", s)
 	}
 }
