@@ -449,6 +449,9 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *lo
 	}
 	var pending []journalRow
 	allSent := true
+	// The fills' broadcast marks travel in one batch after the loop (nothing in it reads
+	// them), with the read of the hashes when everything was sent.
+	marks := &pgx.Batch{}
 	for _, fl := range fs {
 		if fl.State != "reserved" {
 			continue
@@ -473,6 +476,11 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *lo
 			}
 			intent, build, err := f.delegation(ctx, o, fl, receiver)
 			if errors.Is(err, errUndeliverable) {
+				if marks.Len() > 0 { // the failure sees the fills as they are
+					if err := tx.SendBatch(ctx, marks).Close(); err != nil {
+						return false, nil, err
+					}
+				}
 				return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, err.Error())
 			}
 			if err != nil {
@@ -502,18 +510,22 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *lo
 				return false, nil, err
 			}
 		default: // broadcast or landed
-			if _, err := tx.Exec(ctx, `UPDATE order_fills SET state = 'broadcast', delegate_txid = $3, updated_at = now()
-				WHERE order_id = $1 AND seq = $2`, o.ID, fl.Seq, j.TxID); err != nil {
-				return false, nil, err
-			}
+			marks.Queue(`UPDATE order_fills SET state = 'broadcast', delegate_txid = $3, updated_at = now()
+				WHERE order_id = $1 AND seq = $2`, o.ID, fl.Seq, j.TxID)
 		}
 	}
 	if !allSent {
+		if marks.Len() > 0 {
+			if err := tx.SendBatch(ctx, marks).Close(); err != nil {
+				return false, nil, err
+			}
+		}
 		return false, f.broadcastAll(pending), f.setDue(ctx, tx, o, now.Add(f.o.RetryEvery))
 	}
 	var hashes []string
-	if err := tx.QueryRow(ctx, `SELECT coalesce(array_agg(delegate_txid ORDER BY seq), '{}') FROM order_fills
-		WHERE order_id = $1 AND state = 'broadcast'`, o.ID).Scan(&hashes); err != nil {
+	marks.Queue(`SELECT coalesce(array_agg(delegate_txid ORDER BY seq), '{}') FROM order_fills
+		WHERE order_id = $1 AND state = 'broadcast'`, o.ID).QueryRow(func(r pgx.Row) error { return r.Scan(&hashes) })
+	if err := tx.SendBatch(ctx, marks).Close(); err != nil {
 		return false, nil, err
 	}
 	if len(hashes) == 0 {
@@ -527,9 +539,6 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *lo
 		}
 		return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "every delegation was refused by the chain")
 	}
-	if _, err := tx.Exec(ctx, `UPDATE orders SET delegate_hashes = $2, updated_at = now() WHERE id = $1`, o.ID, hashes); err != nil {
-		return false, nil, err
-	}
 	// Settling at once is worth a step only when a delegation's block result is already
 	// in: otherwise its chain fact, applied after this commit, advances the order (and the
 	// LandGrace timer covers a fact that never comes).
@@ -539,7 +548,12 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *lo
 			settleNow = true
 		}
 	}
-	return settleNow, nil, f.setStatus(ctx, tx, o, orders.Delegated, now.Add(f.o.LandGrace))
+	if _, err := tx.Exec(ctx, `UPDATE orders SET delegate_hashes = $2, status = $3, next_due_at = $4, updated_at = now() WHERE id = $1`,
+		o.ID, hashes, string(orders.Delegated), now.Add(f.o.LandGrace)); err != nil {
+		return false, nil, err
+	}
+	f.transitions.WithLabelValues(string(orders.Delegated)).Inc()
+	return settleNow, nil, nil
 }
 
 // errUndeliverable marks a fill that can never be delegated as ordered.
