@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"rental/infra/pg"
 	"rental/processors/orders"
 )
 
@@ -42,42 +42,36 @@ func List(ctx context.Context, q Querier, accountID string, f Filter, limit int)
 	if limit <= 0 || limit > MaxListLimit {
 		return nil, nil, fmt.Errorf("orderstore: list limit %d outside 1..%d", limit, MaxListLimit)
 	}
-	where := []string{"account_id = $1"}
-	args := []any{accountID}
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
+	k := pg.NewNewestFirst(accountID)
 	if len(f.Statuses) > 0 {
 		ss := make([]string, len(f.Statuses))
 		for i, s := range f.Statuses {
 			ss[i] = string(s)
 		}
-		where = append(where, "status = ANY("+arg(ss)+")")
+		k.Where("status = ANY(" + k.Arg(ss) + ")")
 	}
 	if f.CreatedAfter != nil {
-		where = append(where, "created_at > "+arg(*f.CreatedAfter))
+		k.Where("created_at > " + k.Arg(*f.CreatedAfter))
 	}
 	if f.CreatedBefore != nil {
-		where = append(where, "created_at < "+arg(*f.CreatedBefore))
+		k.Where("created_at < " + k.Arg(*f.CreatedBefore))
 	}
 	if f.Receiver != "" {
-		where = append(where, "receiver = "+arg(f.Receiver))
+		k.Where("receiver = " + k.Arg(f.Receiver))
 	}
 	if f.Resource != "" {
-		where = append(where, "resource = "+arg(string(f.Resource)))
+		k.Where("resource = " + k.Arg(string(f.Resource)))
 	}
 	if f.ClientOrderID != "" {
-		where = append(where, "client_order_id = "+arg(f.ClientOrderID))
+		k.Where("client_order_id = " + k.Arg(f.ClientOrderID))
 	}
 	if f.BatchID != "" {
-		where = append(where, "batch_id = "+arg(f.BatchID))
+		k.Where("batch_id = " + k.Arg(f.BatchID))
 	}
 	if f.After != nil {
-		where = append(where, "(created_at, id) < ("+arg(f.After.CreatedAt)+", "+arg(f.After.ID)+")")
+		k.After(f.After.CreatedAt, f.After.ID)
 	}
-	sql := `SELECT ` + columns + ` FROM orders WHERE ` + strings.Join(where, " AND ") +
-		` ORDER BY created_at DESC, id DESC LIMIT ` + arg(limit+1)
+	sql, args := k.Page(columns, "orders", limit)
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("orderstore: list: %w", err)

@@ -157,3 +157,39 @@ func IsUniqueViolation(err error, constraint string) bool {
 	}
 	return constraint == "" || strings.EqualFold(pgErr.ConstraintName, constraint)
 }
+
+// NewestFirst builds the query of a list page of one account's rows, newest first by
+// created_at then id (both descending: a total order, so a keyset cursor never skips or
+// repeats a row). Add filters with Where and Arg, a cursor with After, then take the
+// query from Page.
+type NewestFirst struct {
+	where []string
+	args  []any
+}
+
+// NewNewestFirst starts a page query of accountID's rows (column account_id).
+func NewNewestFirst(accountID string) *NewestFirst {
+	return &NewestFirst{where: []string{"account_id = $1"}, args: []any{accountID}}
+}
+
+// Arg adds a query argument and returns its placeholder.
+func (q *NewestFirst) Arg(v any) string {
+	q.args = append(q.args, v)
+	return fmt.Sprintf("$%d", len(q.args))
+}
+
+// Where adds a condition (its arguments taken with Arg).
+func (q *NewestFirst) Where(cond string) { q.where = append(q.where, cond) }
+
+// After continues the page after the row at (createdAt, id), a cursor's position.
+func (q *NewestFirst) After(createdAt time.Time, id string) {
+	q.Where("(created_at, id) < (" + q.Arg(createdAt) + ", " + q.Arg(id) + ")")
+}
+
+// Page returns the query selecting columns of table, one row more than limit: the caller
+// knows from it whether a next page exists.
+func (q *NewestFirst) Page(columns, table string, limit int) (string, []any) {
+	sql := `SELECT ` + columns + ` FROM ` + table + ` WHERE ` + strings.Join(q.where, " AND ") +
+		` ORDER BY created_at DESC, id DESC LIMIT ` + q.Arg(limit+1)
+	return sql, q.args
+}

@@ -3,10 +3,10 @@ package substore
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"rental/infra/orderstore"
+	"rental/infra/pg"
 	"rental/processors/autorefill"
 )
 
@@ -30,27 +30,22 @@ func List(ctx context.Context, q Querier, accountID string, f Filter, limit int)
 	if limit <= 0 || limit > MaxListLimit {
 		return nil, nil, fmt.Errorf("substore: list limit %d outside 1..%d", limit, MaxListLimit)
 	}
-	where := []string{"account_id = $1"}
-	args := []any{accountID}
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
+	k := pg.NewNewestFirst(accountID)
 	if len(f.Statuses) > 0 {
 		ss := make([]string, len(f.Statuses))
 		for i, s := range f.Statuses {
 			ss[i] = string(s)
 		}
-		where = append(where, "status = ANY("+arg(ss)+")")
+		k.Where("status = ANY(" + k.Arg(ss) + ")")
 	}
 	if f.Receiver != "" {
-		where = append(where, "receiver = "+arg(f.Receiver))
+		k.Where("receiver = " + k.Arg(f.Receiver))
 	}
 	if f.After != nil {
-		where = append(where, "(created_at, id) < ("+arg(f.After.CreatedAt)+", "+arg(f.After.ID)+")")
+		k.After(f.After.CreatedAt, f.After.ID)
 	}
-	rows, err := q.Query(ctx, `SELECT `+columns+` FROM subscriptions WHERE `+strings.Join(where, " AND ")+
-		` ORDER BY created_at DESC, id DESC LIMIT `+arg(limit+1), args...)
+	sql, args := k.Page(columns, "subscriptions", limit)
+	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, nil, err
 	}
