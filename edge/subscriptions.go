@@ -776,27 +776,17 @@ func (m *Subscriptions) applyPatch(body map[string]json.RawMessage, row *substor
 		}
 		row.Tier = t
 	}
-	if raw, ok := body["threshold_amount"]; ok {
-		var v int64
-		if err := decodeField("threshold_amount", raw, &v); err != nil {
-			return err
-		}
-		if isNull(raw) {
-			return Invalid("threshold_amount", "required", "threshold_amount cannot be null")
-		}
+	if v, ok, err := patchInt(body, "threshold_amount"); err != nil {
+		return err
+	} else if ok {
 		if err := checkThreshold(v); err != nil {
 			return err
 		}
 		row.ThresholdAmount = v
 	}
-	if raw, ok := body["refill_amount"]; ok {
-		var v int64
-		if err := decodeField("refill_amount", raw, &v); err != nil {
-			return err
-		}
-		if isNull(raw) {
-			return Invalid("refill_amount", "required", "refill_amount cannot be null")
-		}
+	if v, ok, err := patchInt(body, "refill_amount"); err != nil {
+		return err
+	} else if ok {
 		row.RefillAmount = v
 	}
 	if _, ok := body["refill_amount"]; ok || body["tier"] != nil {
@@ -827,6 +817,22 @@ func (m *Subscriptions) applyPatch(body map[string]json.RawMessage, row *substor
 	return nil
 }
 
+// patchInt reads an integer field of a PATCH body: ok when it is present, and a null is
+// 2001 required (the field cannot be cleared).
+func patchInt(body map[string]json.RawMessage, name string) (v int64, ok bool, err error) {
+	raw, ok := body[name]
+	if !ok {
+		return 0, false, nil
+	}
+	if isNull(raw) {
+		return 0, false, Invalid(name, "required", name+" cannot be null")
+	}
+	if err := decodeField(name, raw, &v); err != nil {
+		return 0, false, err
+	}
+	return v, true, nil
+}
+
 // applyPlanPatch changes a plan's rule: {preset} or any of reserve, low and high (the
 // others keep their values). The new fee applies from the next daily charge.
 func (m *Subscriptions) applyPlanPatch(body map[string]json.RawMessage, row *substore.Row) error {
@@ -837,10 +843,10 @@ func (m *Subscriptions) applyPlanPatch(body map[string]json.RawMessage, row *sub
 		if !ok {
 			continue
 		}
-		if isNull(raw) {
-			return Invalid(k, "required", k+" cannot be null")
-		}
 		if k == "preset" {
+			if isNull(raw) {
+				return Invalid(k, "required", k+" cannot be null")
+			}
 			var s string
 			if err := decodeField(k, raw, &s); err != nil {
 				return err
@@ -848,8 +854,8 @@ func (m *Subscriptions) applyPlanPatch(body map[string]json.RawMessage, row *sub
 			preset = &s
 			continue
 		}
-		var v int64
-		if err := decodeField(k, raw, &v); err != nil {
+		v, _, err := patchInt(body, k)
+		if err != nil {
 			return err
 		}
 		nums[k] = &v
