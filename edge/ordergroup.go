@@ -34,7 +34,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -84,7 +83,6 @@ type groupCommitter struct {
 	max     int
 	workers int
 	active  atomic.Int32
-	wg      sync.WaitGroup
 
 	size     prometheus.Histogram
 	wait     prometheus.Histogram
@@ -141,7 +139,6 @@ func (g *groupCommitter) wake() {
 			return
 		}
 		if g.active.CompareAndSwap(n, n+1) {
-			g.wg.Add(1)
 			go g.work()
 			return
 		}
@@ -149,7 +146,6 @@ func (g *groupCommitter) wake() {
 }
 
 func (g *groupCommitter) work() {
-	defer g.wg.Done()
 	idle := time.NewTimer(groupIdle)
 	defer idle.Stop()
 	for {
@@ -190,8 +186,12 @@ func (g *groupCommitter) commit(group []*groupEntry) {
 		admitted = nil
 	}
 	g.size.Observe(float64(len(admitted)))
+	stored := make(map[*groupEntry]bool, len(admitted))
+	for _, e := range admitted {
+		stored[e] = true
+	}
 	for _, e := range group {
-		if slices.Contains(admitted, e) {
+		if stored[e] {
 			e.done <- nil
 		} else {
 			e.done <- errDeclined
@@ -241,7 +241,12 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	ours := m.queueReceiversCheck(b, receivers, min(groupLockWait, m.o.LockWait)) // first: it sets the lock wait
+	// The statements after this one take arrays of the group's keys: each is planned for
+	// its values (force_custom_plan), since a generic plan made while a table was small
+	// keeps scanning the whole table once it has grown (until an ANALYZE). Planning costs
+	// once per group, not per order.
+	b.Queue(`SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`)
+	ours := m.queueReceiversCheck(b, receivers, min(groupLockWait, m.o.LockWait)) // before the locks: it sets the lock wait
 	// The receivers' ceiling locks come before the accounts' rows, as in the one-by-one
 	// transaction (which takes the receiver's lock, then the account's row with its hold),
 	// and in receiver order, so that groups queue behind each other instead of deadlocking.
@@ -322,7 +327,7 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 	m.o.Idempotency.QueueInsertDone(b, done)
 	// A balance crossing its low threshold has writes of its own (and balance.low) after
 	// the holds: then COMMIT is a round trip of its own.
-	low := ledger.LowBalanceChanges(m.o.Ledger, locked, holds)
+	low := m.o.Ledger.LowBalanceChanges(locked, holds)
 	committed := false
 	if !low {
 		b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
@@ -350,7 +355,7 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 }
 
 // queueReceiversCheck is queueReceiverCheck for several receivers in one statement (which
-// also sets the transaction's lock wait to wait, and its plan mode); the function it returns tells, once
+// also sets the transaction's lock wait to wait); the function it returns tells, once
 // b ran, whether a receiver is the service's own.
 func (m *Orders) queueReceiversCheck(b *pgx.Batch, receivers []tron.Address, wait time.Duration) func(tron.Address) bool {
 	found := map[string]bool{}
@@ -358,17 +363,13 @@ func (m *Orders) queueReceiversCheck(b *pgx.Batch, receivers []tron.Address, wai
 	for i, a := range receivers {
 		addrs[i] = a.String()
 	}
-	// It also has the statements after it planned for their values (force_custom_plan):
-	// they take arrays of the group's keys, and a generic plan made while a table was
-	// small keeps scanning the whole table once it has grown (until an ANALYZE). Planning
-	// costs once per group, not per order.
-	b.Queue(`SELECT set_config('lock_timeout', $2, true), set_config('plan_cache_mode', 'force_custom_plan', true),
+	b.Queue(`SELECT set_config('lock_timeout', $2, true),
 			array(SELECT r FROM unnest($1::text[]) AS r
 			WHERE EXISTS (SELECT 1 FROM deposit_addresses WHERE address = r) OR EXISTS (SELECT 1 FROM stake_pools WHERE address = r))`,
 		addrs, strconv.FormatInt(wait.Milliseconds(), 10)).QueryRow(func(r pgx.Row) error {
-		var lockTimeout, planMode string
+		var lockTimeout string
 		var ours []string
-		if err := r.Scan(&lockTimeout, &planMode, &ours); err != nil {
+		if err := r.Scan(&lockTimeout, &ours); err != nil {
 			return err
 		}
 		for _, a := range ours {

@@ -604,21 +604,9 @@ func (m *Orders) checkReceiverNotOurs(ctx context.Context, tx pgx.Tx, a tron.Add
 // queueReceiverCheck is checkReceiverNotOurs queued in b; the function it returns gives
 // the answer once b ran.
 func (m *Orders) queueReceiverCheck(b *pgx.Batch, a tron.Address) func() error {
-	ours := m.own[a]
-	b.Queue(`SELECT set_config('lock_timeout', $2, true),
-			EXISTS (SELECT 1 FROM deposit_addresses WHERE address = $1)
-			OR EXISTS (SELECT 1 FROM stake_pools WHERE address = $1)`,
-		a.String(), strconv.FormatInt(m.o.LockWait.Milliseconds(), 10)).QueryRow(func(r pgx.Row) error {
-		var lockTimeout string
-		var found bool
-		if err := r.Scan(&lockTimeout, &found); err != nil {
-			return err
-		}
-		ours = ours || found
-		return nil
-	})
+	ours := m.queueReceiversCheck(b, []tron.Address{a}, m.o.LockWait)
 	return func() error {
-		if ours {
+		if ours(a) {
 			return apierr.ReceiverIsOurs.New("the receiver is an address of this service").WithField("receiver")
 		}
 		return nil

@@ -126,7 +126,7 @@ func (l *Ledger) QueueOrderHolds(b *pgx.Batch, holds []Hold) error {
 
 // LowBalanceChanges tells whether placing holds changes the low-balance state of one of
 // their accounts (AfterOrderHolds then has writes to make).
-func LowBalanceChanges(l *Ledger, locked *LockedAccounts, holds []Hold) bool {
+func (l *Ledger) LowBalanceChanges(locked *LockedAccounts, holds []Hold) bool {
 	for id, r := range l.afterHolds(locked, holds) {
 		if _, ok := locked.funds[id]; ok && l.lowChanges(r) {
 			return true
