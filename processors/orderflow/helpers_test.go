@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"testing"
@@ -17,12 +16,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"rental/chainwatch"
-	"rental/infra/kafka"
 	"rental/infra/ledger"
 	"rental/infra/orderstore"
-	"rental/infra/outbox"
 	"rental/infra/testenv"
+	"rental/infra/testenv/chainstack"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
 	"rental/processors/orders"
@@ -90,52 +87,13 @@ func newEnvOn(t *testing.T, nw network.Network, extra []tronsim.GenesisAccount, 
 		genesis = append(genesis, tronsim.GenesisAccount{Address: k.Address(), BalanceSun: 1_000 * tron.SunPerTRX, StakeEnergySun: s * tron.SunPerTRX,
 			StakeBandwidthSun: s * tron.SunPerTRX})
 	}
-	sim, err := tronsim.New(tronsim.Options{Network: nw, BlockInterval: 100 * time.Millisecond, Genesis: genesis, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.sim = sim
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.simURL = "http://" + ln.Addr().String()
-	e.node = tron.NewClient(e.simURL, tron.WithTimeout(2*time.Second))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 3)
-	go func() { _ = sim.ServeListener(ctx, ln); done <- struct{}{} }()
-
-	producer, err := kafka.NewClient([]string{e.brokers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	relay, err := outbox.NewRelay(outbox.RelayOptions{Pool: e.db.Pool, Producer: producer, Logger: quiet(),
-		Registerer: prometheus.NewRegistry(), SweepEvery: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = relay.Run(ctx); done <- struct{}{} }()
-	follower, err := chainwatch.New(chainwatch.Options{
-		Pool: e.db.Pool, Source: chainwatch.NewNodeSource(e.node, 4), Outbox: outbox.InsertRecord, Network: nw,
-		Tokens: []tron.Address{sim.USDTContract()}, Confirmations: 1, PollEvery: 20 * time.Millisecond, Start: 0,
-		Logger: quiet(), Registerer: prometheus.NewRegistry(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = follower.Run(ctx); done <- struct{}{} }()
+	c := chainstack.Start(t, e.db.Pool, e.brokers, nw, genesis)
+	e.sim, e.simURL, e.node = c.Sim, c.URL, c.Node
+	var err error
 	e.ledger, err = ledger.New(e.db.Pool, ledger.Options{Network: nw, Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cancel()
-		for range 3 {
-			<-done
-		}
-		producer.Close()
-		_ = sim.Close()
-	})
 	return e
 }
 
