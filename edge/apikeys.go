@@ -38,6 +38,9 @@ type KeyLookup interface {
 // ReplayCache remembers used signatures (infra/reqsign/replay implements it).
 type ReplayCache interface {
 	Remember(ctx context.Context, keyID string, sum []byte) (first bool, err error)
+	// Entry is the Redis key Remember sets (SET NX) and its life, so that the dispatcher
+	// can set it in the same round trip as the credential's budget.
+	Entry(keyID string, sum []byte) (key string, ttl time.Duration)
 }
 
 // KeyAuthOptions configure NewKeyAuthenticator.
@@ -183,19 +186,45 @@ func (a *KeyAuthenticator) Authenticate(ctx context.Context, rc *fasthttp.Reques
 	if ip := ClientIP(rc); !k.AllowsIP(ip) {
 		return nil, apierr.IPNotAllowed.New("source address not in the key's allowlist").With("source_ip", ip.String())
 	}
-	first, err := a.o.Replay.Remember(ctx, keyID, sum)
+	// Step 7 is left to the dispatcher (pendingReplay), which makes it together with the
+	// key's rate budget in one Redis round trip; every path of dispatch makes it before
+	// anything else can answer.
+	a.touch(keyID, now)
+	return &Principal{AccountID: k.AccountID, KeyID: keyID, Scopes: ck.scopes, AccountStatus: k.AccountStatus,
+		replay: &pendingReplay{cache: a.o.Replay, log: a.o.Logger, keyID: keyID, sum: sum, write: unsafeMethod(rc.Method())}}, nil
+}
+
+// pendingReplay is step 7 of a signed request not made yet: the signature's single use
+// (1009), checked once per request by the dispatcher, alone (check) or inside the rate
+// budget's round trip (ratelimit.Limiter.WindowOnce, then outcome).
+type pendingReplay struct {
+	cache ReplayCache
+	log   *slog.Logger
+	keyID string
+	sum   []byte
+	write bool // the method changes something: fail closed without the cache
+}
+
+// check records the signature's use alone.
+func (r *pendingReplay) check(ctx context.Context) error {
+	first, err := r.cache.Remember(ctx, r.keyID, r.sum)
+	return r.outcome(first, err)
+}
+
+// outcome answers the request from the record of its signature's use: first, or the
+// error of the cache.
+func (r *pendingReplay) outcome(first bool, err error) error {
 	switch {
-	case err != nil && unsafeMethod(rc.Method()):
+	case err != nil && r.write:
 		// Fail closed on writes: without the replay cache a captured write could be
 		// replayed within the skew window. Reads fail open: replaying a read changes nothing.
-		return nil, apierr.InternalError.Wrap(err, "replay cache unavailable")
+		return apierr.InternalError.Wrap(err, "replay cache unavailable")
 	case err != nil:
-		a.o.Logger.Warn("edge: replay cache unavailable; read accepted without replay check", "err", err)
+		r.log.Warn("edge: replay cache unavailable; read accepted without replay check", "err", err)
 	case !first:
-		return nil, apierr.ReplayedSignature.New("this signature was already used; sign each attempt with a fresh timestamp")
+		return apierr.ReplayedSignature.New("this signature was already used; sign each attempt with a fresh timestamp")
 	}
-	a.touch(keyID, now)
-	return &Principal{AccountID: k.AccountID, KeyID: keyID, Scopes: ck.scopes, AccountStatus: k.AccountStatus}, nil
+	return nil
 }
 
 var canonicalPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}

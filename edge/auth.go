@@ -112,6 +112,8 @@ type Principal struct {
 	// AccountStatus is the account's status when the credential was checked ("" when
 	// there is no account yet).
 	AccountStatus string
+	// replay is a signed request's single-use check, made by the dispatcher.
+	replay *pendingReplay
 }
 
 // Authenticator checks one kind of credential; see the contract at the top of this file.
@@ -130,6 +132,17 @@ const principalKey = "edge.principal"
 func PrincipalFrom(rc *fasthttp.RequestCtx) *Principal {
 	p, _ := rc.UserValue(principalKey).(*Principal)
 	return p
+}
+
+// signedAccount is the principal of a request that acts on its account with a signed
+// request: 1001 without one (the dispatcher lets no such call through unsigned; this keeps
+// a handler from acting on no account whatever reaches it).
+func signedAccount(rc *fasthttp.RequestCtx) (*Principal, error) {
+	p := PrincipalFrom(rc)
+	if p == nil || p.AccountID == "" {
+		return nil, apierr.MissingCredentials.New("this endpoint needs a signed request")
+	}
+	return p, nil
 }
 
 // authenticate runs the authenticators the endpoint calls for and returns the principal

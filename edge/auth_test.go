@@ -274,6 +274,32 @@ func TestConcurrentIdenticalSignedRequests(t *testing.T) {
 		reqsign.HeaderTimestamp, h[reqsign.HeaderTimestamp], reqsign.HeaderSign, h[reqsign.HeaderSign]), 401, 1009, "replayed_signature", nil)
 }
 
+// The replay check shares the key budget's Redis round trip without changing either: a
+// replayed signature is 1009 and charged nothing, and it is 1009 even where the key lacks
+// the endpoint's scope (the check every signed request passes first).
+func TestReplayIsNotChargedToTheKeyBudget(t *testing.T) {
+	limits := roomyLimits
+	limits.Management = 5 // GET /v1/account's class
+	env := newAuthEnv(t, authEnvOptions{limits: limits})
+	k := env.key(t)
+	at := signNow()
+	first := env.signedAt(t, k, at, "GET", "/v1/account", "")
+	if first.status != 200 || first.header.Get(HeaderRateRemaining) != "4" {
+		t.Fatalf("first use: HTTP %d, remaining %q", first.status, first.header.Get(HeaderRateRemaining))
+	}
+	for range 3 {
+		wantError(t, env.signedAt(t, k, at, "GET", "/v1/account", ""), 401, 1009, "replayed_signature", nil)
+	}
+	if r := env.signed(t, k, "GET", "/v1/account", ""); r.status != 200 || r.header.Get(HeaderRateRemaining) != "3" {
+		t.Fatalf("after three replays: HTTP %d, remaining %q, want 3 (replays charged)", r.status, r.header.Get(HeaderRateRemaining))
+	}
+
+	reader := env.key(t, "orders.read")
+	at = signNow()
+	wantErrorResp(t, env.signedAt(t, reader, at, "POST", "/v1/api-keys", `{"scopes":["orders.read"]}`), 403, 1005)
+	wantError(t, env.signedAt(t, reader, at, "POST", "/v1/api-keys", `{"scopes":["orders.read"]}`), 401, 1009, "replayed_signature", nil)
+}
+
 // RateLimit-* headers are on every response: public, signed, errors, unknown routes.
 func TestRateLimitHeadersOnEveryResponse(t *testing.T) {
 	env := newAuthEnv(t, authEnvOptions{limits: RateLimits{IP: redis_rate.Limit{Rate: 1000, Burst: 1000, Period: time.Second}}})

@@ -276,9 +276,9 @@ func (m *Batches) parseBatchBody(rc *fasthttp.RequestCtx) (batchRequest, error) 
 // ---- POST /v1/batches: the transaction ----
 
 func (m *Batches) createBatch(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	p := PrincipalFrom(rc)
-	if p == nil || p.AccountID == "" {
-		return apierr.MissingCredentials.New("this endpoint needs a signed request")
+	p, err := signedAccount(rc)
+	if err != nil {
+		return err
 	}
 	req, err := m.parseBatchBody(rc)
 	if err != nil {
@@ -425,9 +425,9 @@ func batchNotFound(id string) error {
 }
 
 func (m *Batches) getBatch(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	p := PrincipalFrom(rc)
-	if p == nil || p.AccountID == "" {
-		return apierr.MissingCredentials.New("this endpoint needs a signed request")
+	p, err := signedAccount(rc)
+	if err != nil {
+		return err
 	}
 	id := pathValue(rc, "id")
 	if !batchIDPattern.MatchString(id) {
@@ -453,9 +453,9 @@ type cancelBody struct {
 // the body lists. It answers 200 with the batch record after the cancel; the cancel that
 // leaves no receiver open ends the batch (batch.completed in the same transaction).
 func (m *Batches) cancelBatch(ctx context.Context, tx pgx.Tx, rc *fasthttp.RequestCtx) (TxResult, error) {
-	p := PrincipalFrom(rc)
-	if p == nil || p.AccountID == "" {
-		return TxResult{}, apierr.MissingCredentials.New("this endpoint needs a signed request")
+	p, err := signedAccount(rc)
+	if err != nil {
+		return TxResult{}, err
 	}
 	id := pathValue(rc, "id")
 	if !batchIDPattern.MatchString(id) {
@@ -487,7 +487,7 @@ func (m *Batches) cancelBatch(ctx context.Context, tx pgx.Tx, rc *fasthttp.Reque
 			}
 		}
 	}
-	_, err := batchstore.Cancel(ctx, tx, p.AccountID, id, only, m.o.Orders.o.Now())
+	_, err = batchstore.Cancel(ctx, tx, p.AccountID, id, only, m.o.Orders.o.Now())
 	var (
 		nc *batchstore.NotCancellable
 		ni *batchstore.NotInBatch

@@ -58,6 +58,10 @@ type noReplay struct{}
 
 func (noReplay) Remember(context.Context, string, []byte) (bool, error) { return true, nil }
 
+func (noReplay) Entry(keyID string, _ []byte) (string, time.Duration) {
+	return "noreplay:" + keyID, time.Second
+}
+
 // newKeyCache is a key authenticator with cache life ttl over a keyStore answering
 // orders.read.
 func newKeyCache(t *testing.T, ttl time.Duration) (*keyStore, *KeyAuthenticator) {

@@ -279,9 +279,9 @@ func parseOrderBody(rc *fasthttp.RequestCtx) (orderRequest, error) {
 // ---- POST /v1/orders: the transaction ----
 
 func (m *Orders) createOrder(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	p := PrincipalFrom(rc)
-	if p == nil || p.AccountID == "" {
-		return apierr.MissingCredentials.New("this endpoint needs a signed request")
+	p, err := signedAccount(rc)
+	if err != nil {
+		return err
 	}
 	req, err := parseOrderBody(rc)
 	if err != nil {
@@ -783,9 +783,9 @@ func orderNotFound(id string) error {
 }
 
 func (m *Orders) getOrder(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	p := PrincipalFrom(rc)
-	if p == nil || p.AccountID == "" {
-		return apierr.MissingCredentials.New("this endpoint needs a signed request")
+	p, err := signedAccount(rc)
+	if err != nil {
+		return err
 	}
 	id := pathValue(rc, "id")
 	if !orderIDPattern.MatchString(id) {
@@ -813,9 +813,9 @@ type orderList struct {
 var orderCursor = listCursor{prefix: "o1:", id: orderIDPattern}
 
 func (m *Orders) listOrders(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	p := PrincipalFrom(rc)
-	if p == nil || p.AccountID == "" {
-		return apierr.MissingCredentials.New("this endpoint needs a signed request")
+	p, err := signedAccount(rc)
+	if err != nil {
+		return err
 	}
 	q, err := readQuery(rc, "limit", "cursor", "status", "created_after", "created_before", "receiver",
 		"resource", "client_order_id", "batch_id")
@@ -912,9 +912,9 @@ func (m *Orders) listOrders(ctx context.Context, rc *fasthttp.RequestCtx) error 
 // queues a reclaim intent in the same transaction; the processor undelegates and sends
 // order.reclaimed. 202: the order is unchanged until the undelegation lands.
 func (m *Orders) reclaimOrder(ctx context.Context, tx pgx.Tx, rc *fasthttp.RequestCtx) (TxResult, error) {
-	p := PrincipalFrom(rc)
-	if p == nil || p.AccountID == "" {
-		return TxResult{}, apierr.MissingCredentials.New("this endpoint needs a signed request")
+	p, err := signedAccount(rc)
+	if err != nil {
+		return TxResult{}, err
 	}
 	id := pathValue(rc, "id")
 	if !orderIDPattern.MatchString(id) {

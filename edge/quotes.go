@@ -86,9 +86,9 @@ func parseQuoteRequest(rc *fasthttp.RequestCtx) (priceRequest, error) {
 // createQuote runs inside the transaction that also holds the Idempotency-Key record, so a
 // repeat returns the stored quote and a failure stores nothing.
 func (m *Pricing) createQuote(ctx context.Context, tx pgx.Tx, rc *fasthttp.RequestCtx) (TxResult, error) {
-	p := PrincipalFrom(rc)
-	if p == nil || p.AccountID == "" {
-		return TxResult{}, apierr.MissingCredentials.New("this endpoint needs a signed request")
+	p, err := signedAccount(rc)
+	if err != nil {
+		return TxResult{}, err
 	}
 	req, err := parseQuoteRequest(rc)
 	if err != nil {
@@ -118,9 +118,9 @@ func (m *Pricing) createQuote(ctx context.Context, tx pgx.Tx, rc *fasthttp.Reque
 }
 
 func (m *Pricing) getQuote(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	p := PrincipalFrom(rc)
-	if p == nil || p.AccountID == "" {
-		return apierr.MissingCredentials.New("this endpoint needs a signed request")
+	p, err := signedAccount(rc)
+	if err != nil {
+		return err
 	}
 	id := pathValue(rc, "quoteId")
 	q, err := m.o.Quotes.Get(ctx, p.AccountID, id)

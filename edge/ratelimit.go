@@ -119,24 +119,44 @@ func (s *Server) chargeIP(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	return nil
 }
 
-// chargeCredential charges the caller's budget for the endpoint's class, then the
-// account's quotas. Anonymous calls pay only the per-IP budget.
+// chargeCredential makes a signed request's replay check (1009 first, and then nothing is
+// charged), charges the caller's budget for the endpoint's class, then the account's
+// quotas. The replay check and the budget share one Redis round trip. Anonymous calls pay
+// only the per-IP budget.
 func (s *Server) chargeCredential(ctx context.Context, rc *fasthttp.RequestCtx, e Endpoint, p *Principal) error {
-	if s.opts.Limiter == nil {
-		return nil
-	}
-	if n := s.opts.RateLimits.perSecond(e.Class); n > 0 {
-		if id := rateIdentity(p); id != "" {
-			d, err := s.opts.Limiter.Window(ctx, string(e.Class)+":"+id, n, time.Second)
-			if err != nil {
-				s.failOpen(rc, string(e.Class), n, err)
-			} else {
-				setRateHeaders(rc, d)
-				if !d.Allowed {
-					return rateLimited(d, "per-"+p.Via.String()+" "+string(e.Class)+" budget exceeded")
-				}
+	n, id := s.opts.RateLimits.perSecond(e.Class), rateIdentity(p)
+	if s.opts.Limiter == nil || n <= 0 || id == "" {
+		if p.replay != nil {
+			if err := p.replay.check(ctx); err != nil {
+				return err
 			}
 		}
+	} else {
+		var (
+			d   ratelimit.Decision
+			err error
+		)
+		if r := p.replay; r != nil {
+			once, ttl := r.cache.Entry(r.keyID, r.sum)
+			var first bool
+			d, first, err = s.opts.Limiter.WindowOnce(ctx, string(e.Class)+":"+id, n, time.Second, once, ttl)
+			if rerr := r.outcome(first, err); rerr != nil {
+				return rerr
+			}
+		} else {
+			d, err = s.opts.Limiter.Window(ctx, string(e.Class)+":"+id, n, time.Second)
+		}
+		if err != nil {
+			s.failOpen(rc, string(e.Class), n, err)
+		} else {
+			setRateHeaders(rc, d)
+			if !d.Allowed {
+				return rateLimited(d, "per-"+p.Via.String()+" "+string(e.Class)+" budget exceeded")
+			}
+		}
+	}
+	if s.opts.Limiter == nil {
+		return nil
 	}
 	if q := s.opts.RateLimits.Quota; q.On() && p.AccountID != "" {
 		qd, err := s.opts.Limiter.ChargeQuota(ctx, p.AccountID, q, time.Now())

@@ -272,6 +272,12 @@ func (s *Server) dispatch(ctx context.Context, rc *fasthttp.RequestCtx, e Endpoi
 		return err
 	}
 	if err := authorize(rc, e, p); err != nil {
+		// A replayed signature is 1009 whatever else is wrong with the request.
+		if p != nil && p.replay != nil {
+			if rerr := p.replay.check(ctx); rerr != nil {
+				return rerr
+			}
+		}
 		return err
 	}
 	if p != nil {

@@ -50,8 +50,12 @@ func New(rdb *redis.Client, keyPrefix string) *Limiter {
 
 // windowScript is a sliding-window log: a sorted set of request times (Redis clock, µs).
 // Refused requests are not recorded, so a client hammering a full budget recovers as soon
-// as old requests leave the window.
+// as old requests leave the window. With a second key it first sets that key (SET NX, for
+// ARGV[4] ms) and, when it was already set, stops there: {-1, 0, 0, 0}, nothing charged.
 var windowScript = redis.NewScript(`
+if KEYS[2] and not redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[4]) then
+  return {-1, 0, 0, 0}
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local window = tonumber(ARGV[1])
@@ -79,15 +83,38 @@ return {allowed, limit - n, retry, reset}
 // Window charges one request to the budget "limit requests in any rolling window" named
 // key.
 func (l *Limiter) Window(ctx context.Context, key string, limit int, window time.Duration) (Decision, error) {
+	d, _, err := l.window(ctx, key, limit, window, "", 0)
+	return d, err
+}
+
+// WindowOnce is Window for a request that may be made only once: in the same round trip
+// it first sets the Redis key once (SET NX, living onceTTL; the key is the caller's, not
+// under the limiter's prefix). first is false when once was already set: then nothing was
+// charged and the Decision is empty. (On a Redis Cluster both keys must share a slot.)
+func (l *Limiter) WindowOnce(ctx context.Context, key string, limit int, window time.Duration, once string, onceTTL time.Duration) (d Decision, first bool, err error) {
+	if once == "" || onceTTL <= 0 {
+		return Decision{}, false, fmt.Errorf("ratelimit: window budget %q: the once key and its life are required", key)
+	}
+	return l.window(ctx, key, limit, window, once, onceTTL)
+}
+
+func (l *Limiter) window(ctx context.Context, key string, limit int, window time.Duration, once string, onceTTL time.Duration) (Decision, bool, error) {
 	if limit <= 0 || window <= 0 {
-		return Decision{}, fmt.Errorf("ratelimit: window budget %q: limit and window must be positive", key)
+		return Decision{}, false, fmt.Errorf("ratelimit: window budget %q: limit and window must be positive", key)
 	}
 	var member [8]byte
 	_, _ = rand.Read(member[:])
-	res, err := windowScript.Run(ctx, l.rdb, []string{l.prefix + "win:" + key},
-		window.Microseconds(), limit, hex.EncodeToString(member[:])).Int64Slice()
+	keys := []string{l.prefix + "win:" + key}
+	if once != "" {
+		keys = append(keys, once)
+	}
+	res, err := windowScript.Run(ctx, l.rdb, keys,
+		window.Microseconds(), limit, hex.EncodeToString(member[:]), max(onceTTL.Milliseconds(), 1)).Int64Slice()
 	if err != nil {
-		return Decision{}, fmt.Errorf("ratelimit: window %q: %w", key, err)
+		return Decision{}, false, fmt.Errorf("ratelimit: window %q: %w", key, err)
+	}
+	if res[0] == -1 {
+		return Decision{}, false, nil
 	}
 	d := Decision{
 		Allowed:   res[0] == 1,
@@ -98,7 +125,7 @@ func (l *Limiter) Window(ctx context.Context, key string, limit int, window time
 	if !d.Allowed {
 		d.RetryAfter = time.Duration(max(res[2], 1)) * time.Microsecond
 	}
-	return d, nil
+	return d, true, nil
 }
 
 // GCRA charges one request to the cell-rate budget lim named key.

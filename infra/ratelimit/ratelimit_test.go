@@ -30,6 +30,32 @@ func TestWindowExact(t *testing.T) {
 	}
 }
 
+// A request made once is charged once: its repeat is refused by the once key and leaves
+// the budget as it was; the once key lives for its TTL.
+func TestWindowOnce(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	l := New(rdb, prefix)
+	ctx := context.Background()
+	once := prefix + "sig:a"
+	d, first, err := l.WindowOnce(ctx, "k", 5, time.Second, once, time.Minute)
+	if err != nil || !first || !d.Allowed || d.Remaining != 4 {
+		t.Fatalf("first use: %+v first=%v %v", d, first, err)
+	}
+	d, first, err = l.WindowOnce(ctx, "k", 5, time.Second, once, time.Minute)
+	if err != nil || first || d.Allowed {
+		t.Fatalf("second use: %+v first=%v %v", d, first, err)
+	}
+	if d, first, _ := l.WindowOnce(ctx, "k", 5, time.Second, prefix+"sig:b", time.Minute); !first || d.Remaining != 3 {
+		t.Fatalf("the repeat was charged: %+v", d)
+	}
+	if ttl := rdb.PTTL(ctx, once).Val(); ttl <= 50*time.Second || ttl > time.Minute {
+		t.Fatalf("once key lives %v, want about a minute", ttl)
+	}
+	if _, _, err := l.WindowOnce(ctx, "k", 5, time.Second, "", time.Minute); err == nil {
+		t.Fatal("a missing once key was accepted")
+	}
+}
+
 func TestQuota(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	l := New(rdb, prefix)

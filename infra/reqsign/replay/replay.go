@@ -39,10 +39,17 @@ func New(rdb *redis.Client, keyPrefix string, ttl time.Duration) *Cache {
 // Remember records the use of signature sum by keyID and reports whether it is the first.
 // A Redis failure is an error; the caller decides whether to fail open or closed.
 func (c *Cache) Remember(ctx context.Context, keyID string, sum []byte) (bool, error) {
-	k := c.prefix + "sig:" + keyID + ":" + base64.RawStdEncoding.EncodeToString(sum)
-	ok, err := c.rdb.SetNX(ctx, k, 1, c.ttl).Result()
+	k, ttl := c.Entry(keyID, sum)
+	ok, err := c.rdb.SetNX(ctx, k, 1, ttl).Result()
 	if err != nil {
 		return false, fmt.Errorf("replay cache: %w", err)
 	}
 	return ok, nil
+}
+
+// Entry is the Redis key that records the use of signature sum by keyID and how long it
+// lives, for a caller that sets it with SET NX inside a script of its own (the edge sets
+// it together with the credential's rate budget, in one round trip).
+func (c *Cache) Entry(keyID string, sum []byte) (string, time.Duration) {
+	return c.prefix + "sig:" + keyID + ":" + base64.RawStdEncoding.EncodeToString(sum), c.ttl
 }
