@@ -38,7 +38,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
@@ -46,6 +45,7 @@ import (
 	"rental/infra/ledger"
 	promreg "rental/infra/metrics"
 	"rental/infra/orderstore"
+	"rental/infra/pg"
 	"rental/infra/tron"
 	"rental/processors/orders"
 )
@@ -199,27 +199,15 @@ func (g *groupCommitter) commit(group []*groupEntry) {
 	}
 }
 
-// store runs the group's transaction and returns the entries it stored. The transaction
-// is begun and committed by statements inside the two batches (BEGIN first in the read
-// batch, COMMIT last in the write batch), so it costs two round trips; on any error it is
-// rolled back here, and a connection that cannot be is dropped by the pool.
+// store runs the group's transaction and returns the entries it stored.
 func (g *groupCommitter) store(ctx context.Context, group []*groupEntry) ([]*groupEntry, error) {
 	conn, err := g.m.o.Ledger.Pool().Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Release()
-	admitted, err := g.run(ctx, conn.Conn(), group)
-	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_, _ = conn.Exec(rctx, "ROLLBACK")
-	}
-	return admitted, err
+	return g.run(ctx, conn.Conn(), group)
 }
-
-// errNotCommitted is a write batch whose COMMIT did not commit.
-var errNotCommitted = errors.New("edge: orders: the group transaction did not commit")
 
 func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*groupEntry) ([]*groupEntry, error) {
 	m := g.m
@@ -240,12 +228,9 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 		accounts[i], keys[i], receivers[i] = e.n.AccountID, e.key, e.rcv
 	}
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	// The statements after this one take arrays of the group's keys: each is planned for
-	// its values (force_custom_plan), since a generic plan made while a table was small
-	// keeps scanning the whole table once it has grown (until an ANALYZE). Planning costs
-	// once per group, not per order.
-	b.Queue(`SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`)
+	// The statements after this one take arrays of the group's keys; they are planned by
+	// their indexes, once per connection (pg.IndexPlans).
+	b.Queue(pg.IndexPlans)
 	ours := m.queueReceiversCheck(b, receivers, min(groupLockWait, m.o.LockWait)) // before the locks: it sets the lock wait
 	// The receivers' ceiling locks come before the accounts' rows, as in the one-by-one
 	// transaction (which takes the receiver's lock, then the account's row with its hold),
@@ -268,9 +253,18 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 	locked := m.o.Ledger.QueueLockAccounts(b, accounts)
 	existing := m.o.Idempotency.QueueExisting(b, keys)
 	inFlight := orderstore.QueueInFlight(b, accounts, m.o.MaxInFlight)
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+	// The transaction is begun in this batch and committed in the write batch (BEGIN and
+	// COMMIT ride along), so it costs two round trips; on any error it is rolled back, and
+	// a connection that cannot be is dropped by the pool.
+	tx, err := pg.BeginWith(ctx, conn, b)
+	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tx.Rollback(rctx) // no-op once committed
+	}()
 	var admitted []*groupEntry
 	taken, added, energy := map[string]int64{}, map[string]int{}, map[string]int64{}
 	for _, e := range cands {
@@ -301,8 +295,7 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 		admitted = append(admitted, e)
 	}
 	if len(admitted) == 0 {
-		_, err := conn.Exec(ctx, "COMMIT") // nothing written: ends the transaction
-		return nil, err
+		return nil, tx.Commit(ctx) // nothing written: ends the transaction
 	}
 	holds, ns := make([]ledger.Hold, len(admitted)), make([]orderstore.NewOrder, len(admitted))
 	for i, e := range admitted {
@@ -328,28 +321,21 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 	// A balance crossing its low threshold has writes of its own (and balance.low) after
 	// the holds: then COMMIT is a round trip of its own.
 	low := m.o.Ledger.LowBalanceChanges(locked, holds)
-	committed := false
+	committed := func() error { return nil }
 	if !low {
-		b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
-			committed = tag.String() == "COMMIT"
-			return nil
-		})
+		committed = pg.QueueCommit(b, tx)
 	}
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, err
 	}
 	if low {
-		if err := m.o.Ledger.AfterOrderHolds(ctx, conn, locked, holds); err != nil {
+		if err := m.o.Ledger.AfterOrderHolds(ctx, tx, locked, holds); err != nil {
 			return nil, err
 		}
-		tag, err := conn.Exec(ctx, "COMMIT")
-		if err != nil {
-			return nil, err
-		}
-		committed = tag.String() == "COMMIT"
+		committed = func() error { return tx.Commit(ctx) }
 	}
-	if !committed || conn.PgConn().TxStatus() != 'I' {
-		return nil, errNotCommitted
+	if err := committed(); err != nil {
+		return nil, err
 	}
 	return admitted, nil
 }

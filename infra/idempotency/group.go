@@ -31,11 +31,15 @@ func (q *QueuedExisting) Has(k Key) bool { return q.found[k] }
 // the retention: any of them is for ClaimTx to decide).
 func (s *Store) QueueExisting(b *pgx.Batch, keys []Key) *QueuedExisting {
 	q := &QueuedExisting{found: map[Key]bool{}}
-	// The primary key is searched with the accounts and keys as arrays (a join with unnest
-	// would be planned as a scan of the whole table); pairs are matched here.
+	// One primary-key probe per key: the keys are joined from unnest. Its caller plans by
+	// indexes (pg.IndexPlans); planned otherwise, the join may become a scan of the whole
+	// table. (The alternative, each column = ANY(array), reads every record of the group's
+	// accounts, which grows with their history.)
 	acc, ns, key := columns(keys)
-	b.Queue(`SELECT account_id, namespace, key FROM idempotency_keys
-		WHERE account_id = ANY($1::text[]) AND namespace = ANY($2::text[]) AND key = ANY($3::text[])`, acc, ns, key).Query(func(rows pgx.Rows) error {
+	b.Queue(`SELECT i.account_id, i.namespace, i.key
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS u(account_id, namespace, key)
+		JOIN idempotency_keys i ON i.account_id = u.account_id AND i.namespace = u.namespace AND i.key = u.key`,
+		acc, ns, key).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
 		for rows.Next() {
 			var k Key

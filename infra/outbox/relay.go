@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"rental/infra/metrics"
+	"rental/infra/pg"
 )
 
 // shardLockClass is the first half of the (class, shard) advisory lock a relay holds on a
@@ -63,6 +65,8 @@ type Relay struct {
 	o     RelayOptions
 	log   *slog.Logger
 	sched *scheduler
+	// behind is whether the last batch was full: there is a backlog to share out.
+	behind atomic.Bool
 
 	published *prometheus.CounterVec
 	backlog   prometheus.Gauge
@@ -139,9 +143,15 @@ func (r *Relay) Run(ctx context.Context) error {
 
 func (r *Relay) work(ctx context.Context) {
 	for {
-		// Each worker takes its share of the shards, so that a backlog is still
-		// published by every worker at once.
-		shards, ok := r.sched.takeMany(ctx, (Shards+r.o.Workers-1)/r.o.Workers)
+		// While the relay keeps up, a worker takes every shard that woke, so that one
+		// transaction publishes what one poll found; behind (a batch came back full),
+		// each worker takes its share, so that the backlog is published by every worker
+		// at once.
+		take := Shards
+		if r.behind.Load() {
+			take = (Shards + r.o.Workers - 1) / r.o.Workers
+		}
+		shards, ok := r.sched.takeMany(ctx, take)
 		if !ok {
 			return
 		}
@@ -171,6 +181,7 @@ func (r *Relay) drain(ctx context.Context, shards []int) (busy []int, err error)
 	for ctx.Err() == nil {
 		n, locked, held, err := r.publishBatch(ctx, shards)
 		busy = append(busy, held...)
+		r.behind.Store(err == nil && n >= r.o.BatchSize)
 		if err != nil || n < r.o.BatchSize {
 			return busy, err
 		}
@@ -193,48 +204,63 @@ type row struct {
 // shards there are, which is what keeps the relay's cost per row low when every shard
 // has only a row or two each time it polls. Taking the rows in id order across shards
 // takes, of each shard, a prefix of its unpublished rows, so per-key order holds.
+//
+// The transaction costs two round trips: BEGIN, the shard locks and the read travel
+// together (pg.BeginWith), and so do the mark and COMMIT (pg.QueueCommit). On any error
+// it is rolled back (a connection that cannot be is dropped by the pool).
 func (r *Relay) publishBatch(ctx context.Context, shards []int) (n int, locked, busy []int, err error) {
 	// A batch that started is finished even during shutdown, so it gets marked.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 45*time.Second)
 	defer cancel()
-	tx, err := r.o.Pool.Begin(bctx)
+	conn, err := r.o.Pool.Acquire(bctx)
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	defer tx.Rollback(context.WithoutCancel(bctx)) //nolint:errcheck // no-op after commit
+	defer conn.Release()
 
-	rows, err := tx.Query(bctx, `SELECT s FROM unnest($2::int[]) s WHERE pg_try_advisory_xact_lock($1, s)`, shardLockClass, shards)
+	var batch []row
+	b := &pgx.Batch{}
+	b.Queue(pg.IndexPlans)
+	// The mark is committed without waiting for its WAL flush: a mark lost with a server
+	// crash republishes its rows, which a crash between produce and mark does anyway
+	// (delivery is at least once; consumers deduplicate). Lost marks are always the latest
+	// ones (the WAL is a prefix), and any later synchronous commit on the server makes
+	// them durable. This takes the relay's commits (one per poll that found rows) out of
+	// the queue for the WAL flush that every order creation waits in.
+	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	// The shards locked are also left in a transaction-local setting for the read, which
+	// must see only those: it is a statement of its own, so its snapshot is taken after
+	// the locks are held (a shard's previous holder has committed its marks by then).
+	b.Queue(`SELECT l.a, set_config('rental.relay_shards', l.a::text, true)
+		FROM (SELECT coalesce(array_agg(s), '{}')::int[] AS a
+		      FROM unnest($2::int[]) s WHERE pg_try_advisory_xact_lock($1, s)) l`, shardLockClass, shards).
+		QueryRow(func(row pgx.Row) error {
+			var setting string
+			return row.Scan(&locked, &setting)
+		})
+	b.Queue(`SELECT id, topic, key, value, headers, created_at FROM outbox
+		WHERE shard = ANY(current_setting('rental.relay_shards')::int[]) AND published_at IS NULL
+		ORDER BY id LIMIT $1`, r.o.BatchSize).
+		Query(func(rows pgx.Rows) (err error) {
+			batch, err = pgx.CollectRows(rows, func(rs pgx.CollectableRow) (row, error) {
+				var x row
+				err := rs.Scan(&x.id, &x.topic, &x.key, &x.value, &x.headers, &x.createdAt)
+				return x, err
+			})
+			return err
+		})
+	tx, err := pg.BeginWith(bctx, conn.Conn(), b)
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	if locked, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil {
-		return 0, nil, nil, err
-	}
+	defer tx.Rollback(bctx) //nolint:errcheck // no-op once committed
 	for _, s := range shards {
 		if !slices.Contains(locked, s) {
 			busy = append(busy, s)
 		}
 	}
-	if len(locked) == 0 {
-		return 0, nil, busy, nil
-	}
-	// Planned for each call (QueryExecModeExec), never from a cached generic plan: one
-	// prepared while the table was small keeps scanning all of it once it has grown, until
-	// an ANALYZE; a new database reached a sequential scan per batch that way.
-	rows, err = tx.Query(bctx, `
-		SELECT id, topic, key, value, headers, created_at FROM outbox
-		WHERE shard = ANY($1::int[]) AND published_at IS NULL
-		ORDER BY id LIMIT $2`, pgx.QueryExecModeExec, locked, r.o.BatchSize)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	batch, err := pgx.CollectRows(rows, func(rs pgx.CollectableRow) (row, error) {
-		var x row
-		err := rs.Scan(&x.id, &x.topic, &x.key, &x.value, &x.headers, &x.createdAt)
-		return x, err
-	})
-	if err != nil || len(batch) == 0 {
-		return 0, locked, busy, err
+	if len(batch) == 0 {
+		return 0, locked, busy, tx.Commit(bctx)
 	}
 
 	recs := make([]*kgo.Record, len(batch))
@@ -255,10 +281,13 @@ func (r *Relay) publishBatch(ctx context.Context, shards []int) (n int, locked, 
 	if err := r.o.Producer.ProduceSync(bctx, recs...).FirstErr(); err != nil {
 		return 0, nil, nil, fmt.Errorf("produce: %w", err)
 	}
-	if _, err := tx.Exec(bctx, `UPDATE outbox SET published_at = now() WHERE id = ANY($1)`, pgx.QueryExecModeExec, ids); err != nil {
+	b = &pgx.Batch{}
+	b.Queue(`UPDATE outbox SET published_at = now() WHERE id = ANY($1)`, ids)
+	committed := pg.QueueCommit(b, tx)
+	if err := conn.SendBatch(bctx, b).Close(); err != nil {
 		return 0, nil, nil, err
 	}
-	if err := tx.Commit(bctx); err != nil {
+	if err := committed(); err != nil {
 		return 0, nil, nil, err
 	}
 	for _, x := range batch {
@@ -289,9 +318,7 @@ func (r *Relay) poll(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		for _, s := range shards {
-			r.sched.mark(s)
-		}
+		r.sched.markMany(shards)
 	}
 }
 

@@ -13,13 +13,26 @@ type scheduler struct {
 	mu    sync.Mutex
 	state [Shards]struct{ queued, running, dirty bool }
 	ready chan int // capacity Shards: every shard fits, so mark never blocks
+	taker chan struct{}
 }
 
-func newScheduler() *scheduler { return &scheduler{ready: make(chan int, Shards)} }
+func newScheduler() *scheduler {
+	return &scheduler{ready: make(chan int, Shards), taker: make(chan struct{}, 1)}
+}
 
-func (s *scheduler) mark(shard int) {
+func (s *scheduler) mark(shard int) { s.markMany([]int{shard}) }
+
+// markMany marks shards at once: a worker that wakes on the first one waits for the lock
+// until all are queued, so it takes them together (one transaction) rather than alone.
+func (s *scheduler) markMany(shards []int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, shard := range shards {
+		s.markLocked(shard)
+	}
+}
+
+func (s *scheduler) markLocked(shard int) {
 	st := &s.state[shard]
 	switch {
 	case st.running:
@@ -31,9 +44,11 @@ func (s *scheduler) mark(shard int) {
 }
 
 func (s *scheduler) markAll() {
-	for i := range Shards {
-		s.mark(i)
+	all := make([]int, Shards)
+	for i := range all {
+		all[i] = i
 	}
+	s.markMany(all)
 }
 
 func (s *scheduler) markAfter(shard int, d time.Duration) {
@@ -54,8 +69,15 @@ func (s *scheduler) take(ctx context.Context) (int, bool) {
 }
 
 // takeMany is take that also takes other queued shards, up to max in all, so that one
-// transaction publishes them together.
+// transaction publishes them together. One worker at a time waits in it: the shards one
+// poll marks go to one worker together instead of one to each worker waiting.
 func (s *scheduler) takeMany(ctx context.Context, max int) ([]int, bool) {
+	select {
+	case s.taker <- struct{}{}:
+	case <-ctx.Done():
+		return nil, false
+	}
+	defer func() { <-s.taker }()
 	first, ok := s.take(ctx)
 	if !ok {
 		return nil, false

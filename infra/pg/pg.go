@@ -35,19 +35,27 @@ func Migrations() fs.FS {
 // Connect opens a pool and checks it answers. The error names the fix, because the most
 // common cause on a developer machine is a stopped server.
 func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
-	return ConnectSized(ctx, dsn, 0)
+	return connect(ctx, dsn, "", 0)
 }
 
-// ConnectSized is Connect for a stage that needs maxConns connections to do its work
-// concurrently, unless the DSN sets pool_max_conns itself (the operator's word wins); 0
-// keeps pgx's default (the larger of 4 and the CPUs).
-func ConnectSized(ctx context.Context, dsn string, maxConns int32) (*pgxpool.Pool, error) {
+// ConnectStage is Connect for a stage: its connections are named application_name
+// "rental-<stage>" (so pg_stat_activity tells the stages apart), and it has maxConns of
+// them to do its work concurrently. The DSN's own pool_max_conns or application_name wins
+// (the operator's word); maxConns 0 keeps pgx's default (the larger of 4 and the CPUs).
+func ConnectStage(ctx context.Context, dsn, stage string, maxConns int32) (*pgxpool.Pool, error) {
+	return connect(ctx, dsn, stage, maxConns)
+}
+
+func connect(ctx context.Context, dsn, stage string, maxConns int32) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: DATABASE_URL is not a valid connection string: %w", err)
 	}
 	if maxConns > 0 && !strings.Contains(dsn, "pool_max_conns") {
 		cfg.MaxConns = maxConns
+	}
+	if stage != "" && cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "rental-" + stage
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

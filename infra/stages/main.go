@@ -63,7 +63,7 @@ func run(log *slog.Logger, name string, build func(p *Process) (Runner, error)) 
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	pool, err := pg.ConnectSized(ctx, cfg.DatabaseURL, PoolConns[name])
+	pool, err := pg.ConnectStage(ctx, cfg.DatabaseURL, name, PoolConns[name])
 	if err != nil {
 		return err
 	}

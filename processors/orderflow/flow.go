@@ -24,6 +24,7 @@ import (
 	"rental/infra/metrics"
 	"rental/infra/orderstore"
 	"rental/infra/outbox"
+	"rental/infra/pg"
 	"rental/infra/supply"
 	"rental/infra/tron"
 	"rental/processors/orders"
@@ -207,26 +208,8 @@ type action func(ctx context.Context) error
 // once.
 func (f *Flow) step(ctx context.Context, orderID string) (more bool, err error) {
 	var after action
-	err = pgx.BeginFunc(ctx, f.o.Pool, func(tx pgx.Tx) error {
-		// The order's journal and fills are read under its lock in the same round trip.
-		b := &pgx.Batch{}
-		lock := orderstore.QueueLock(b, orderID)
-		pre := &loaded{}
-		b.Queue(journalSQL, orderID).Query(func(rows pgx.Rows) (err error) {
-			pre.journal, err = scanJournal(rows)
-			return err
-		})
-		b.Queue(fillsSQL, orderID).Query(func(rows pgx.Rows) (err error) {
-			pre.fills, err = scanFills(rows)
-			return err
-		})
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		if lock.Err != nil {
-			return lock.Err
-		}
-		more, after, err = f.dispatch(ctx, tx, lock.Row, pre)
+	err = f.inStepTx(ctx, orderID, func(tx pgx.Tx, o orderstore.Row, pre *loaded) error {
+		more, after, err = f.dispatch(ctx, tx, o, pre)
 		return err
 	})
 	if err != nil {
@@ -239,6 +222,40 @@ func (f *Flow) step(ctx context.Context, orderID string) (more bool, err error) 
 		return true, nil
 	}
 	return more, nil
+}
+
+// inStepTx runs fn in a transaction that holds the order's row lock, with the order, its
+// journal and its fills as read under the lock. BEGIN, the lock and the reads travel in
+// one round trip (pg.BeginWith); fn's error, or a panic, rolls the transaction back.
+func (f *Flow) inStepTx(ctx context.Context, orderID string, fn func(pgx.Tx, orderstore.Row, *loaded) error) error {
+	c, err := f.o.Pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	b := &pgx.Batch{}
+	lock := orderstore.QueueLock(b, orderID)
+	pre := &loaded{}
+	b.Queue(journalSQL, orderID).Query(func(rows pgx.Rows) (err error) {
+		pre.journal, err = scanJournal(rows)
+		return err
+	})
+	b.Queue(fillsSQL, orderID).Query(func(rows pgx.Rows) (err error) {
+		pre.fills, err = scanFills(rows)
+		return err
+	})
+	tx, err := pg.BeginWith(ctx, c.Conn(), b)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	if lock.Err != nil {
+		return lock.Err
+	}
+	if err := fn(tx, lock.Row, pre); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 // loaded is what a step read in the round trip that locked the order: its journal and

@@ -2,7 +2,8 @@
 // pgbench TPC-B on the same database in the same run (infra/bench/orders.sh, `make bench`).
 //
 // It creates a fresh database bench_orders_<pid> on the server of DATABASE_URL (dropped at
-// the end), applies the migrations, runs pgbench TPC-B there, then starts in this process on
+// the end), applies the migrations, runs pgbench TPC-B there (once flat out for its tps, once
+// throttled to half that for its own p99 at half rate), then starts in this process on
 // loopback with free ports: an embedded Kafka broker (kfake, data in a temporary directory),
 // the TRON node simulator (fast blocks, one large own stake pool, pre-activated receivers),
 // the outbox relay, chainwatch, the pricer, the order processor and the edge, each built by
@@ -22,7 +23,7 @@
 //
 // Stdout gets exactly one line:
 //
-//	bench orders_create: V orders/s, ratio R vs pgbench TPC-B (T tps); p50 X ms, p99 Y ms, p99 at half rate Z ms
+//	bench orders_create: V orders/s, ratio R vs pgbench TPC-B (T tps); p50 X ms, p99 Y ms, p99 at half rate Z ms, ratio Q vs pgbench TPC-B p99 at half its rate (P ms)
 //
 // Everything else goes to stderr. Settings (environment): ORDERS_BENCH_DURATION (10s, each
 // phase), ORDERS_BENCH_WARMUP (2s), ORDERS_BENCH_WORKERS (48), ORDERS_BENCH_ACCOUNTS (1000),
@@ -49,6 +50,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/pprof"
@@ -222,6 +224,10 @@ func run(log *slog.Logger) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	refP99, err := pgbenchHalfRate(ctx, st, dsn, tps/2, say)
+	if err != nil {
+		return "", err
+	}
 
 	p, err := startPipeline(ctx, st, dsn, log, say)
 	if err != nil {
@@ -266,8 +272,8 @@ func run(log *slog.Logger) (string, error) {
 		st.workers, len(clients), closed.elapsed.Round(time.Millisecond), closed.ok, rate, closed.errors(), closed.errorSummary(),
 		closed.pct(50), closed.pct(90), closed.pct(99), closed.pct(100))
 	say("CPU during the closed loop: this process (edge, processor, relay, chainwatch, pricer, simulator, broker, load generator) %.2f cores, "+
-		"the Postgres backends of the bench database %.2f cores, whole machine %.2f of %d cores busy",
-		cpu.self, be.cores(closed.elapsed), cpu.machine, runtime.NumCPU())
+		"the Postgres backends of the bench database %.2f cores (by stage: %s), whole machine %.2f of %d cores busy",
+		cpu.self, be.cores(closed.elapsed), p.byStage(be, closed.elapsed), cpu.machine, runtime.NumCPU())
 	if closed.ok > 0 {
 		o := float64(closed.ok)
 		say("database %s during the closed loop (all stages): %.1f commits, %.2f rollbacks, %.1f rows inserted, %.1f updated, %.1f deleted per order created; %.0f commits/s",
@@ -298,8 +304,13 @@ func run(log *slog.Logger) (string, error) {
 		return "", err
 	}
 	server0, group0 := p.serverBuckets(), p.histogram("rental_order_group_wait_seconds", nil)
+	cpu0, be0 = sampleCPU(), p.backendCPU(ctx, nil)
 	open := gen.openLoop(ctx, half, st.duration)
+	cpu = sampleCPU().since(cpu0)
+	be = p.backendCPU(ctx, be0)
 	stopProfile()
+	say("CPU during the open loop: this process %.2f cores, the Postgres backends of the bench database %.2f cores (by stage: %s), whole machine %.2f of %d cores busy",
+		cpu.self, be.cores(open.elapsed), p.byStage(be, open.elapsed), cpu.machine, runtime.NumCPU())
 	say("open loop, the edge's own time for POST /v1/orders (from its histogram): %s", p.serverBuckets().minus(server0))
 	say("open loop, of which with the group commit (waiting for a committer and the group's transaction): %s",
 		p.histogram("rental_order_group_wait_seconds", nil).minus(group0))
@@ -322,9 +333,10 @@ func run(log *slog.Logger) (string, error) {
 	if rate < tps || open.pct(99) > 25 {
 		verdict = "NOT met"
 	}
-	say("target (orders/s >= 1.0x TPC-B tps, p99 at half rate < 25 ms): %s", verdict)
-	return fmt.Sprintf("bench orders_create: %.0f orders/s, ratio %.2f vs pgbench TPC-B (%.0f tps); p50 %.1f ms, p99 %.1f ms, p99 at half rate %.1f ms",
-		rate, rate/tps, tps, closed.pct(50), closed.pct(99), open.pct(99)), nil
+	say("target (orders/s >= 1.0x TPC-B tps, p99 at half rate < 25 ms): %s; for the machine's latency: pgbench TPC-B's own p99 at half its rate was %.1f ms",
+		verdict, refP99)
+	return fmt.Sprintf("bench orders_create: %.0f orders/s, ratio %.2f vs pgbench TPC-B (%.0f tps); p50 %.1f ms, p99 %.1f ms, p99 at half rate %.1f ms, ratio %.2f vs pgbench TPC-B p99 at half its rate (%.1f ms)",
+		rate, rate/tps, tps, closed.pct(50), closed.pct(99), open.pct(99), open.pct(99)/refP99, refP99), nil
 }
 
 // startProfile starts a CPU profile into path (none when path is empty); the function
@@ -426,6 +438,55 @@ func runPgbench(ctx context.Context, st settings, dsn string, say func(string, .
 	return tps, nil
 }
 
+// pgbenchHalfRate runs pgbench TPC-B again, throttled to rate transactions/s (-R), and
+// returns its p99 latency in ms from the per-transaction log: the machine's own answer to
+// "p99 at half rate" for the reference workload. With -R pgbench measures each latency
+// from the transaction's scheduled start, as the open loop does.
+func pgbenchHalfRate(ctx context.Context, st settings, dsn string, rate float64, say func(string, ...any)) (float64, error) {
+	conninfo := withParam(dsn, "application_name", "ordersbench-pgbench")
+	dir, err := os.MkdirTemp("", "ordersbench-pgbench")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	secs := int(math.Ceil(st.pgbenchTime.Seconds()))
+	rctx, cancel := context.WithTimeout(ctx, st.pgbenchTime+time.Minute)
+	defer cancel()
+	jobs := min(2, st.pgbenchClients)
+	cmd := exec.CommandContext(rctx, st.pgbench, "-c", strconv.Itoa(st.pgbenchClients), "-j", strconv.Itoa(jobs),
+		"-T", strconv.Itoa(secs), "-R", strconv.Itoa(max(1, int(rate))), "-l", "--log-prefix", filepath.Join(dir, "tx"), conninfo)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		os.Stderr.Write(out.Bytes())
+		return 0, fmt.Errorf("pgbench -R: %w", err)
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "tx*"))
+	var lat []float64
+	for _, f := range logs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return 0, err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			// client_id transaction_no time script_no time_epoch time_us schedule_lag
+			if f := strings.Fields(line); len(f) >= 3 {
+				if us, err := strconv.ParseFloat(f[2], 64); err == nil {
+					lat = append(lat, us/1000)
+				}
+			}
+		}
+	}
+	if len(lat) == 0 {
+		return 0, errors.New("pgbench -R logged no transactions")
+	}
+	sort.Float64s(lat)
+	at := func(p float64) float64 { return lat[min(len(lat)-1, int(float64(len(lat))*p/100))] }
+	say("pgbench TPC-B at half its rate (%d tps, %ds): %d transactions, latency p50 %.2f ms, p99 %.2f ms, max %.2f ms",
+		int(rate), secs, len(lat), at(50), at(99), lat[len(lat)-1])
+	return at(99), nil
+}
+
 // ---- the pipeline ----
 
 type pipeline struct {
@@ -439,6 +500,11 @@ type pipeline struct {
 	cancel    context.CancelFunc
 	group     *errgroup.Group
 	// infra is the broker and the simulator, stopped after the stages.
+	// backendApps names the stage of each backend seen (pid -> application_name).
+	backendApps struct {
+		sync.Mutex
+		m map[int]string
+	}
 	infraCancel context.CancelFunc
 	infra       *errgroup.Group
 	broker      *kafka.Broker
@@ -554,8 +620,10 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 	// ORDERS_BENCH_EDGE_CONNS (pool_max_conns), the others as their binaries size them.
 	ctx, cancel := context.WithCancel(parent)
 	p.cancel = cancel
-	connect := func(dsn string, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
-		pc, err := pgxpool.ParseConfig(dsn)
+	connect := func(dsn, stage string, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
+		// Named as the stage's binary names its connections (pg.ConnectStage), so that the
+		// backends' CPU is told apart by stage.
+		pc, err := pgxpool.ParseConfig(withParam(dsn, "application_name", "rental-"+stage))
 		if err != nil {
 			return nil, err
 		}
@@ -574,7 +642,7 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 		p.sqlStats = &sqlStats{}
 		tracer = p.sqlStats
 	}
-	edgePool, err := connect(withParam(dsn, "pool_max_conns", strconv.Itoa(st.edgeConns)), tracer)
+	edgePool, err := connect(withParam(dsn, "pool_max_conns", strconv.Itoa(st.edgeConns)), "edge", tracer)
 	if err != nil {
 		return p, err
 	}
@@ -588,14 +656,14 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 			t = p.procStats
 		}
 		if binary == "orderflow" && st.processorConns > 0 {
-			return connect(withParam(dsn, "pool_max_conns", strconv.Itoa(st.processorConns)), t)
+			return connect(withParam(dsn, "pool_max_conns", strconv.Itoa(st.processorConns)), binary, t)
 		}
 		if n := stages.PoolConns[binary]; n > 0 {
-			return connect(withParam(dsn, "pool_max_conns", strconv.Itoa(int(n))), t)
+			return connect(withParam(dsn, "pool_max_conns", strconv.Itoa(int(n))), binary, t)
 		}
-		return connect(dsn, nil)
+		return connect(dsn, binary, nil)
 	}
-	if p.setupPool, err = stagePool(""); err != nil {
+	if p.setupPool, err = stagePool("bench"); err != nil {
 		return p, err
 	}
 	p.rdb, err = redisx.Connect(ctx, cfg.RedisURL)
@@ -822,11 +890,26 @@ type backendTimes map[int]int64
 // Given an earlier reading it returns the difference, over the backends present in both.
 func (p *pipeline) backendCPU(ctx context.Context, before backendTimes) backendTimes {
 	out := backendTimes{}
-	rows, err := p.setupPool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	rows, err := p.setupPool.Query(ctx, `SELECT pid, coalesce(nullif(application_name, ''), backend_type) FROM pg_stat_activity WHERE datname = current_database()`)
 	if err != nil {
 		return out
 	}
-	pids, _ := pgx.CollectRows(rows, pgx.RowTo[int32])
+	apps := map[int32]string{}
+	pids, _ := pgx.CollectRows(rows, func(r pgx.CollectableRow) (int32, error) {
+		var pid int32
+		var app string
+		err := r.Scan(&pid, &app)
+		apps[pid] = strings.TrimPrefix(app, "rental-")
+		return pid, err
+	})
+	p.backendApps.Lock()
+	if p.backendApps.m == nil {
+		p.backendApps.m = map[int]string{}
+	}
+	for pid, app := range apps {
+		p.backendApps.m[int(pid)] = app
+	}
+	p.backendApps.Unlock()
 	for _, pid := range pids {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
@@ -851,6 +934,31 @@ func (p *pipeline) backendCPU(ctx context.Context, before backendTimes) backendT
 		}
 	}
 	return diff
+}
+
+// byStage is the backends' CPU in cores by the stage their connections belong to
+// (application_name), busiest first.
+func (p *pipeline) byStage(b backendTimes, wall time.Duration) string {
+	p.backendApps.Lock()
+	ticks := map[string]int64{}
+	for pid, t := range b {
+		app := p.backendApps.m[pid]
+		if app == "" {
+			app = "other"
+		}
+		ticks[app] += t
+	}
+	p.backendApps.Unlock()
+	names := make([]string, 0, len(ticks))
+	for n := range ticks {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return ticks[names[i]] > ticks[names[j]] })
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %.2f", n, float64(ticks[n])/100/wall.Seconds())
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (b backendTimes) cores(wall time.Duration) float64 {
