@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"rental/infra/testenv"
 )
 
@@ -74,11 +76,16 @@ func TestRelaySIGKILLMidStreamLosesNothing(t *testing.T) {
 	addr := startBroker(t)
 	ctx := context.Background()
 
-	const total, backlog, half = 2000, 600, 1000
+	const total, backlog, half = 11400, 10000, 10400
 	keys := keysN(16)
 	written := map[string][]string{}
-	// A backlog first, so the relay is busy with multi-row batches when it is killed.
-	if err := writeEvents(ctx, db.Pool, keys, 0, backlog, written, nil); err != nil {
+	// A backlog first, so the relay is busy with full batches when it is killed. It is
+	// written in one transaction: the relay drains 600 rows in a poll or two, faster than
+	// the test sees its first publication on a busy machine, and then keeps pace with the
+	// writer, leaving nothing unpublished to kill it over; 10,000 take it about a second.
+	if err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		return writeEvents(ctx, tx, keys, 0, backlog, written, nil)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	var committed atomic.Int64

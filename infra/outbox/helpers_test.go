@@ -45,17 +45,23 @@ func orderEvent(t testing.TB, key string, seq int) events.Envelope {
 	return env
 }
 
-// writeEvents commits one event per transaction, cycling over keys, and returns the event
-// ids per key in write order. Each key is written by this one goroutine, so id order is
+// writeEvents commits one event per transaction (all in db when db is a transaction),
+// cycling over keys, and returns the event ids per key in write order. Each key is written by this one goroutine, so id order is
 // write order for every key (the package's ordering contract).
-func writeEvents(ctx context.Context, pool *pgxpool.Pool, keys []string, from, n int, perKey map[string][]string, after func(i int)) error {
+func writeEvents(ctx context.Context, db interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, keys []string, from, n int, perKey map[string][]string, after func(i int)) error {
 	for i := from; i < from+n; i++ {
 		key := keys[i%len(keys)]
 		env, err := events.New("order.updated", "acc_1", network.Mainnet, map[string]any{"order_id": key, "seq": i})
 		if err != nil {
 			return err
 		}
-		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return outbox.Insert(ctx, tx, env) })
+		if tx, ok := db.(pgx.Tx); ok {
+			err = outbox.Insert(ctx, tx, env)
+		} else {
+			err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return outbox.Insert(ctx, tx, env) })
+		}
 		if err != nil {
 			return fmt.Errorf("event %d: %w", i, err)
 		}

@@ -299,8 +299,7 @@ func TestE2EBatchWithAnUnaffordableReceiver(t *testing.T) {
 // The dev stack killed with SIGKILL while the batch processor is placing a batch (throttled
 // so the kill lands mid-batch) and started again: every receiver gets exactly one order,
 // the batch completes, and batch.completed is written once. The throttle leaves about 8 s
-// between the second placement and the last: a CI machine running other packages beside
-// this one once let 2.7 s (a 300 ms throttle) pass before the kill.
+// between the second placement and the last for the kill and the restart.
 func TestE2EBatchSurvivesSIGKILLMidBatch(t *testing.T) {
 	e := e2eStack(t, "BATCH_PLACE_INTERVAL=1s", "BATCH_WORKERS=1")
 	c := e.c
@@ -329,7 +328,7 @@ func TestE2EBatchSurvivesSIGKILLMidBatch(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "two receivers placed", func() bool { p, _ := placed(c.batch(created.ID)); return p >= 2 })
 	e.s.kill()
-	e.s.start()
+	e.s.restart()
 	if p, pending := placed(c.batch(created.ID)); pending == 0 {
 		t.Fatalf("the kill came after the last placement (%d placed); it did not land mid-batch", p)
 	} else {
