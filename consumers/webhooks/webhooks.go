@@ -396,7 +396,7 @@ func (d *Deliverer) drive(ctx context.Context, accountID, okey string, s *step, 
 		} else {
 			var res webhooks.ClaimResult
 			var err error
-			if it, res, err = d.store.Claim(ctx, s.EventID, s.Role, s.N, lease); err != nil {
+			if it, targets, res, err = d.store.Claim(ctx, s.EventID, s.Role, s.N, lease); err != nil {
 				return err
 			}
 			switch res {
@@ -409,9 +409,6 @@ func (d *Deliverer) drive(ctx context.Context, accountID, okey string, s *step, 
 				return nil
 			case webhooks.Behind:
 				return errBehind
-			}
-			if targets, err = d.store.Targets(ctx, d.store.Pool(), accountID); err != nil {
-				return err
 			}
 		}
 		t, ok := targets[s.Role]

@@ -205,16 +205,13 @@ func (s *Store) ClaimHead(ctx context.Context, accountID, okey string, lease tim
 			WHERE q.seq = (SELECT min(h.seq) FROM webhook_queue h WHERE h.account_id = $1 AND h.okey = $2)
 			  AND q.attempt = 0
 			  AND (q.claim_until IS NULL OR q.claim_until < now() OR q.claim_attempt <> 1)
-			RETURNING `+itemCols+`)
-		SELECT c.seq, c.account_id, c.okey, c.event_id, c.event_type, c.body, c.max_attempts, c.role, c.attempt, c.due_at,
-		       e.id, e.url, e.events, e.role, e.is_active, e.created_at, e.updated_at, e.secret_enc
-		FROM c LEFT JOIN webhook_endpoints e ON e.account_id = c.account_id`, accountID, okey, lease)
+			RETURNING `+itemCols+`) `+withTargets, accountID, okey, lease)
 	b.Queue(`COMMIT`)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	var it Item
 	var claimed bool
-	targets := map[string]Target{}
+	var targets map[string]Target
 	err := func() error {
 		for range 2 {
 			if _, err := br.Exec(); err != nil {
@@ -225,29 +222,7 @@ func (s *Store) ClaimHead(ctx context.Context, accountID, okey string, lease tim
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id, url, role *string
-			var evs []string
-			var active *bool
-			var created, updated *time.Time
-			var sealed []byte
-			if err := rows.Scan(&it.Seq, &it.AccountID, &it.OKey, &it.EventID, &it.EventType, &it.Body, &it.MaxAttempts,
-				&it.Role, &it.Attempt, &it.DueAt, &id, &url, &evs, &role, &active, &created, &updated, &sealed); err != nil {
-				return err
-			}
-			claimed = true
-			if id == nil {
-				continue // the account has no endpoint any more
-			}
-			t, err := s.open(Endpoint{ID: *id, AccountID: it.AccountID, URL: *url, Events: evs, Role: *role,
-				IsActive: *active, CreatedAt: *created, UpdatedAt: *updated}, sealed)
-			if err != nil {
-				return err
-			}
-			targets[t.Role] = t
-		}
-		if err := rows.Err(); err != nil {
+		if it, targets, claimed, err = s.scanClaimed(rows); err != nil {
 			return err
 		}
 		_, err = br.Exec()
@@ -257,6 +232,49 @@ func (s *Store) ClaimHead(ctx context.Context, accountID, okey string, lease tim
 		return Item{}, nil, false, err
 	}
 	return it, targets, claimed, br.Close()
+}
+
+// withTargets follows a CTE c that claimed a queue row (RETURNING itemCols): it returns
+// the row with each endpoint of its account, read in the claim's snapshot. An endpoint's
+// Delete drops the queue rows of its role and the endpoint in one transaction, so a claim
+// that found its row also finds the endpoint: an attempt never mistakes a Delete that
+// commits while it is being claimed for an endpoint that was never there (which would
+// dead-letter a delivery the Delete dropped).
+const withTargets = `SELECT c.seq, c.account_id, c.okey, c.event_id, c.event_type, c.body, c.max_attempts, c.role, c.attempt, c.due_at,
+		       e.id, e.url, e.events, e.role, e.is_active, e.created_at, e.updated_at, e.secret_enc
+		FROM c LEFT JOIN webhook_endpoints e ON e.account_id = c.account_id`
+
+// scanClaimed reads the rows of a withTargets statement and closes them: the claimed item
+// (ok false when nothing was claimed) and its account's endpoints with their secrets, by
+// role.
+func (s *Store) scanClaimed(rows pgx.Rows) (it Item, targets map[string]Target, ok bool, err error) {
+	defer rows.Close()
+	targets = map[string]Target{}
+	for rows.Next() {
+		var id, url, role *string
+		var evs []string
+		var active *bool
+		var created, updated *time.Time
+		var sealed []byte
+		if err := rows.Scan(&it.Seq, &it.AccountID, &it.OKey, &it.EventID, &it.EventType, &it.Body, &it.MaxAttempts,
+			&it.Role, &it.Attempt, &it.DueAt, &id, &url, &evs, &role, &active, &created, &updated, &sealed); err != nil {
+			return Item{}, nil, false, err
+		}
+		ok = true
+		if id == nil {
+			continue // the account has no endpoint any more
+		}
+		t, err := s.open(Endpoint{ID: *id, AccountID: it.AccountID, URL: *url, Events: evs, Role: *role,
+			IsActive: *active, CreatedAt: *created, UpdatedAt: *updated}, sealed)
+		if err != nil {
+			return Item{}, nil, false, err
+		}
+		targets[t.Role] = t
+	}
+	if err := rows.Err(); err != nil {
+		return Item{}, nil, false, err
+	}
+	return it, targets, ok, nil
 }
 
 // Due is a head of an ordering key whose next attempt is overdue: attempt Attempt+1 on
@@ -307,19 +325,25 @@ const (
 // Claim takes the lease for attempt n of eventID on role. The attempt must be the next one
 // of the row (attempt n-1 made) and the row the head of its key. The lease lets duplicate
 // wake-ups of one attempt skip it while it runs, and lets a retry after a crash go ahead
-// once it expires.
-func (s *Store) Claim(ctx context.Context, eventID, role string, n int, lease time.Duration) (Item, ClaimResult, error) {
-	it, err := scanItem(s.pool.QueryRow(ctx, `
-		UPDATE webhook_queue q SET claim_attempt = $3, claim_until = now() + $4::interval
-		WHERE q.event_id = $1 AND q.role = $2 AND q.attempt = $3 - 1
-		  AND (q.claim_until IS NULL OR q.claim_until < now() OR q.claim_attempt <> $3)
-		  AND q.seq = (SELECT min(h.seq) FROM webhook_queue h WHERE h.account_id = q.account_id AND h.okey = q.okey)
-		RETURNING `+itemCols, eventID, role, n, lease))
-	if err == nil {
-		return it, Claimed, nil
+// once it expires. A claimed attempt comes with the account's endpoints and their secrets,
+// by role, read in the same statement (as ClaimHead does).
+func (s *Store) Claim(ctx context.Context, eventID, role string, n int, lease time.Duration) (Item, map[string]Target, ClaimResult, error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH c AS (
+			UPDATE webhook_queue q SET claim_attempt = $3, claim_until = now() + $4::interval
+			WHERE q.event_id = $1 AND q.role = $2 AND q.attempt = $3 - 1
+			  AND (q.claim_until IS NULL OR q.claim_until < now() OR q.claim_attempt <> $3)
+			  AND q.seq = (SELECT min(h.seq) FROM webhook_queue h WHERE h.account_id = q.account_id AND h.okey = q.okey)
+			RETURNING `+itemCols+`) `+withTargets, eventID, role, n, lease)
+	if err != nil {
+		return Item{}, nil, 0, err
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return Item{}, 0, err
+	it, targets, ok, err := s.scanClaimed(rows)
+	switch {
+	case err != nil:
+		return Item{}, nil, 0, err
+	case ok:
+		return it, targets, Claimed, nil
 	}
 	var curRole string
 	var attempt, claimAttempt int
@@ -328,23 +352,23 @@ func (s *Store) Claim(ctx context.Context, eventID, role string, n int, lease ti
 		FROM webhook_queue WHERE event_id = $1`, eventID).Scan(&curRole, &attempt, &claimAttempt, &leased)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return Item{}, Stale, nil
+		return Item{}, nil, Stale, nil
 	case err != nil:
-		return Item{}, 0, err
+		return Item{}, nil, 0, err
 	case curRole != role || attempt >= n:
-		return Item{}, Stale, nil
+		return Item{}, nil, Stale, nil
 	case attempt < n-1 && leased && claimAttempt == n-1:
 		// The worker making attempt n-1 produced this wake-up and has not committed yet.
-		return Item{}, Behind, nil
+		return Item{}, nil, Behind, nil
 	case attempt < n-1:
 		// Its writer died before committing: the record that made it do attempt n-1 is
 		// redelivered, redoes that attempt and produces a new wake-up. Waiting for this
 		// one could block its partition behind a delivery that can never catch up.
-		return Item{}, Stale, nil
+		return Item{}, nil, Stale, nil
 	case leased && claimAttempt == n:
-		return Item{}, Busy, nil
+		return Item{}, nil, Busy, nil
 	}
-	return Item{}, Stale, nil // not the head of its key: the head's completion starts it
+	return Item{}, nil, Stale, nil // not the head of its key: the head's completion starts it
 }
 
 // Attempt is one attempt's record for the history.
@@ -501,12 +525,18 @@ const HistoryRetention = 35 * 24 * time.Hour
 
 // PruneHistory deletes delivery history older than olderThan, in bounded chunks so that no
 // statement holds long locks; it returns how many rows went.
+//
+// It skips rows another transaction holds instead of waiting for them: an endpoint's
+// Delete removes the same history by cascade, locking the rows in another order, and two
+// deletes that wait for each other's rows deadlock. A skipped row goes with its endpoint,
+// or with the next prune.
 func (s *Store) PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error) {
 	const chunk = 5000
 	var total int64
 	for {
 		tag, err := s.pool.Exec(ctx, `DELETE FROM webhook_deliveries WHERE id IN (
-			SELECT id FROM webhook_deliveries WHERE attempted_at < now() - $1::interval LIMIT $2)`, olderThan, chunk)
+			SELECT id FROM webhook_deliveries WHERE attempted_at < now() - $1::interval
+			LIMIT $2 FOR UPDATE SKIP LOCKED)`, olderThan, chunk)
 		if err != nil {
 			return total, err
 		}

@@ -204,29 +204,6 @@ func (s *Store) open(e Endpoint, sealed []byte) (Target, error) {
 	return Target{Endpoint: e, Secret: string(secret)}, nil
 }
 
-// Targets returns the account's endpoints with their secrets, by role.
-func (s *Store) Targets(ctx context.Context, q Querier, accountID string) (map[string]Target, error) {
-	rows, err := q.Query(ctx, `SELECT `+endpointCols+`, secret_enc FROM webhook_endpoints WHERE account_id = $1`, accountID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]Target{}
-	for rows.Next() {
-		var sealed []byte
-		e, err := scanEndpoint(rows, &sealed)
-		if err != nil {
-			return nil, err
-		}
-		t, err := s.open(e, sealed)
-		if err != nil {
-			return nil, err
-		}
-		out[e.Role] = t
-	}
-	return out, rows.Err()
-}
-
 // Update changes an endpoint; nil fields are left alone. SetEvents with Events nil
 // subscribes to everything.
 type Update struct {
@@ -281,7 +258,15 @@ func (s *Store) Update(ctx context.Context, tx pgx.Tx, accountID, id string, u U
 
 // RotateSecret gives the endpoint a new secret inside tx; the next delivery is signed with
 // it. The new secret is returned once.
+//
+// It takes the account lock first, as every other change of an endpoint does: the request's
+// transaction goes on to write an audit row, whose foreign key locks the account, and
+// holding the endpoint row while waiting for that lock deadlocked with a Delete (which
+// holds the account and waits for the endpoint).
 func (s *Store) RotateSecret(ctx context.Context, tx pgx.Tx, accountID, id string) (Target, error) {
+	if err := lockAccount(ctx, tx, accountID); err != nil {
+		return Target{}, err
+	}
 	secret := newSecret()
 	e, err := scanEndpoint(tx.QueryRow(ctx, `UPDATE webhook_endpoints SET secret_enc = $3, updated_at = now()
 		WHERE account_id = $1 AND id = $2 RETURNING `+endpointCols, accountID, id, s.sealer.Seal(id, []byte(secret))))
@@ -293,22 +278,34 @@ func (s *Store) RotateSecret(ctx context.Context, tx pgx.Tx, accountID, id strin
 
 // Delete removes the endpoint for good, with its delivery history and every delivery
 // still queued for its role (the spec: undelivered events for it are dropped).
+//
+// Lock order: the account row, then the queue rows, then the endpoint row. The deliverer
+// records an attempt by writing its queue row first and then a history row, whose foreign
+// key check takes a KEY SHARE lock on the endpoint row (Retry, Failover, Finish); a Delete
+// that locked the endpoint before the queue rows deadlocked with it. Taken in this order,
+// a Delete waits for such a transaction to commit and then deletes what it left: a history
+// row goes with the endpoint, a delivery that failed over to the other role stays there.
+// The deliverer holds one queue row at a time, so the order in which this statement locks
+// the role's rows does not matter.
+//
+// The role is read without locking the endpoint: roles change only under the account lock.
 func (s *Store) Delete(ctx context.Context, accountID, id string) error {
 	return s.InTx(ctx, func(tx pgx.Tx) error {
 		if err := lockAccount(ctx, tx, accountID); err != nil {
 			return err
 		}
-		var role string
-		err := tx.QueryRow(ctx, `DELETE FROM webhook_endpoints WHERE account_id = $1 AND id = $2 RETURNING role`,
-			accountID, id).Scan(&role)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
+		if _, err := tx.Exec(ctx, `DELETE FROM webhook_queue WHERE account_id = $1
+			AND role = (SELECT role FROM webhook_endpoints WHERE account_id = $1 AND id = $2)`, accountID, id); err != nil {
+			return err
 		}
+		tag, err := tx.Exec(ctx, `DELETE FROM webhook_endpoints WHERE account_id = $1 AND id = $2`, accountID, id)
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM webhook_queue WHERE account_id = $1 AND role = $2`, accountID, role)
-		return err
+		if tag.RowsAffected() == 0 {
+			return ErrNotFound
+		}
+		return nil
 	})
 }
 
