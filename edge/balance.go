@@ -9,12 +9,12 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/schemas/events"
 )
 
 // LedgerAccounts adapts the ledger to AccountLedger (Options.Account.Ledger).
-type LedgerAccounts struct{ Ledger *ledger.Ledger }
+type LedgerAccounts struct{ Ledger *ledgerstore.Ledger }
 
 // Summary implements AccountLedger.
 func (l LedgerAccounts) Summary(ctx context.Context, accountID string) (LedgerSummary, error) {
@@ -30,10 +30,10 @@ func (l LedgerAccounts) Summary(ctx context.Context, accountID string) (LedgerSu
 }
 
 // Balance is the module serving GET /v1/balance.
-type Balance struct{ l *ledger.Ledger }
+type Balance struct{ l *ledgerstore.Ledger }
 
 // NewBalance returns the module.
-func NewBalance(l *ledger.Ledger) (*Balance, error) {
+func NewBalance(l *ledgerstore.Ledger) (*Balance, error) {
 	if l == nil {
 		return nil, errors.New("edge: balance: a ledger is required")
 	}

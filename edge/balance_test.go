@@ -7,8 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"rental/infra/ledger"
-	dom "rental/processors/ledger"
+	"rental/infra/ledgerstore"
+	"rental/schemas/ledger"
 	"rental/schemas/network"
 	"rental/schemas/scopes"
 )
@@ -16,13 +16,13 @@ import (
 // ledgerEnv is an edge with the real ledger behind GET /v1/balance and GET /v1/account.
 type ledgerEnv struct {
 	*authEnv
-	l *ledger.Ledger
+	l *ledgerstore.Ledger
 }
 
 func newLedgerEnv(t *testing.T, extra func(pool *pgxpool.Pool, o *Options)) *ledgerEnv {
 	t.Helper()
 	base := newAuthEnv(t, authEnvOptions{skipServer: true})
-	l, err := ledger.New(base.db.Pool, ledger.Options{Network: network.Nile})
+	l, err := ledgerstore.New(base.db.Pool, ledgerstore.Options{Network: network.Nile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func newLedgerEnv(t *testing.T, extra func(pool *pgxpool.Pool, o *Options)) *led
 		}
 	}})
 	t.Cleanup(func() {
-		v, err := ledger.CheckPool(context.Background(), base.db.Pool, ledger.CheckOptions{})
+		v, err := ledgerstore.CheckPool(context.Background(), base.db.Pool, ledgerstore.CheckOptions{})
 		if err != nil {
 			t.Error(err)
 		}
@@ -67,7 +67,7 @@ func TestBalanceShowsCreditsAndHolds(t *testing.T) {
 		t.Fatalf("empty balance: HTTP %d %s", r.status, r.body)
 	}
 	le.inTx(t, func(tx pgx.Tx) error {
-		_, err := le.l.Credit(ctx, tx, ledger.Credit{AccountID: le.acct.ID, Kind: dom.KindAdjustment, Ref: "t1", AmountSun: 50_000_000})
+		_, err := le.l.Credit(ctx, tx, ledgerstore.Credit{AccountID: le.acct.ID, Kind: ledger.KindAdjustment, Ref: "t1", AmountSun: 50_000_000})
 		return err
 	})
 	le.inTx(t, func(tx pgx.Tx) error { return le.l.PlaceHold(ctx, tx, le.acct.ID, "ord_1", 20_000_000) })

@@ -26,9 +26,9 @@ import (
 
 	"rental/infra/batchstore"
 	"rental/infra/idempotency"
-	"rental/processors/batches"
-	"rental/processors/pricing"
 	"rental/schemas/apierr"
+	"rental/schemas/batches"
+	"rental/schemas/pricing"
 )
 
 // Defaults of BatchesOptions.

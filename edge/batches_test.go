@@ -16,7 +16,7 @@ import (
 	"rental/infra/accounts"
 	"rental/infra/tron"
 	"rental/processors/batchflow"
-	"rental/processors/pricing"
+	"rental/schemas/pricing"
 	"rental/schemas/scopes"
 )
 

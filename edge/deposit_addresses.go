@@ -12,8 +12,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"rental/infra/deposits"
-	dom "rental/processors/ledger"
 	"rental/schemas/events"
+	"rental/schemas/ledger"
 )
 
 // DepositAddressesOptions are the module's dependencies.
@@ -109,5 +109,5 @@ func (m *DepositAddresses) rateNow(ctx context.Context) *rateNowJSON {
 	if !ok {
 		return nil
 	}
-	return &rateNowJSON{TRXPerUSDT: dom.FormatTRX(r.SunPerUSDT), Source: r.Source, At: events.Time(r.At)}
+	return &rateNowJSON{TRXPerUSDT: ledger.FormatTRX(r.SunPerUSDT), Source: r.Source, At: events.Time(r.At)}
 }

@@ -20,7 +20,7 @@ import (
 	"rental/consumers/crediting"
 	"rental/infra/deposits"
 	"rental/infra/kafka"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/outbox"
 	"rental/infra/testenv"
 	"rental/infra/tron"
@@ -163,7 +163,7 @@ func TestDepositThroughTheChainShowsInBalance(t *testing.T) {
 	client := tron.NewClient(node.URL)
 	follower, _ := chainwatch.New(chainwatch.Options{Pool: dbPool, Source: chainwatch.NewNodeSource(client, 2), Outbox: outbox.InsertRecord,
 		Network: network.Nile, Tokens: []tron.Address{sim.USDTContract()}, Confirmations: 0, PollEvery: 20 * time.Millisecond, Start: 0})
-	l, _ := ledger.New(dbPool, ledger.Options{Network: network.Nile})
+	l, _ := ledgerstore.New(dbPool, ledgerstore.Options{Network: network.Nile})
 	cons, err := crediting.New(crediting.Options{Pool: dbPool, Ledger: l, Rates: deposits.FixedRate{SunPerUSDT: 3_000_000},
 		USDTContract: sim.USDTContract(), ConfirmationsRequired: 2, FactDepth: 0, Chain: client, SpreadBps: 50,
 		PollEvery: 20 * time.Millisecond, Logger: quiet})

@@ -42,12 +42,12 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"rental/infra/idempotency"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	promreg "rental/infra/metrics"
 	"rental/infra/orderstore"
 	"rental/infra/pg"
 	"rental/infra/tron"
-	"rental/processors/orders"
+	"rental/schemas/orders"
 )
 
 // Defaults of the group commit (OrdersOptions).
@@ -297,9 +297,9 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 	if len(admitted) == 0 {
 		return nil, tx.Commit(ctx) // nothing written: ends the transaction
 	}
-	holds, ns := make([]ledger.Hold, len(admitted)), make([]orderstore.NewOrder, len(admitted))
+	holds, ns := make([]ledgerstore.Hold, len(admitted)), make([]orderstore.NewOrder, len(admitted))
 	for i, e := range admitted {
-		holds[i], ns[i] = ledger.Hold{AccountID: e.n.AccountID, OrderID: e.n.ID, AmountSun: e.n.Total()}, e.n
+		holds[i], ns[i] = ledgerstore.Hold{AccountID: e.n.AccountID, OrderID: e.n.ID, AmountSun: e.n.Total()}, e.n
 	}
 	b = &pgx.Batch{}
 	if err := m.o.Ledger.QueueOrderHolds(b, holds); err != nil {

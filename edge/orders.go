@@ -30,15 +30,15 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"rental/infra/idempotency"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/orderstore"
 	"rental/infra/quotes"
 	"rental/infra/tron"
-	"rental/processors/orders"
-	"rental/processors/pricing"
 	"rental/schemas/apierr"
 	"rental/schemas/events"
 	"rental/schemas/network"
+	"rental/schemas/orders"
+	"rental/schemas/pricing"
 )
 
 // Defaults of OrdersOptions.
@@ -55,10 +55,10 @@ const (
 
 // OrdersOptions are the order module's dependencies and limits (infra/config Orders).
 type OrdersOptions struct {
-	Network     network.Network    // required
-	Pricing     *Pricing           // required: prices from the snapshot, receiver activation
-	Ledger      *ledger.Ledger     // required: holds and totals; its pool runs the transactions
-	Idempotency *idempotency.Store // required: client_order_id and Idempotency-Key records
+	Network     network.Network     // required
+	Pricing     *Pricing            // required: prices from the snapshot, receiver activation
+	Ledger      *ledgerstore.Ledger // required: holds and totals; its pool runs the transactions
+	Idempotency *idempotency.Store  // required: client_order_id and Idempotency-Key records
 	// OwnAddresses are refused as receivers with 3003 besides every deposit address and
 	// stake pool in the database: POOL_ADDRESSES and TREASURY_ADDRESS.
 	OwnAddresses []tron.Address
@@ -484,7 +484,7 @@ func (m *Orders) prepare(ctx context.Context, accountID string, req orderRequest
 // and (with an idempotency key) the stored 201.
 type writes struct {
 	accountID string
-	hold      *ledger.QueuedHold
+	hold      *ledgerstore.QueuedHold
 	ins       *orderstore.QueuedInsert
 	body      []byte
 	max       int

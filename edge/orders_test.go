@@ -15,14 +15,14 @@ import (
 
 	"rental/infra/accounts"
 	"rental/infra/idempotency"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/orderstore"
 	"rental/infra/quotes"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
-	dom "rental/processors/ledger"
-	"rental/processors/pricing"
+	"rental/schemas/ledger"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 	"rental/schemas/scopes"
 )
 
@@ -34,7 +34,7 @@ import (
 
 type ordersEnv struct {
 	*pricingEnv
-	ledger *ledger.Ledger
+	ledger *ledgerstore.Ledger
 	orders *Orders
 	pool   tron.Address // a configured pool address
 }
@@ -56,7 +56,7 @@ func newOrdersEnv(t *testing.T, opt func(*OrdersOptions), more ...func(*ordersEn
 	oe := &ordersEnv{pricingEnv: pe, pool: randomAddress(t)}
 	base := newAuthEnv(t, authEnvOptions{skipServer: true})
 	pe.quotes = quotes.New(base.db.Pool)
-	oe.ledger, err = ledger.New(base.db.Pool, ledger.Options{Network: network.Nile})
+	oe.ledger, err = ledgerstore.New(base.db.Pool, ledgerstore.Options{Network: network.Nile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func (oe *ordersEnv) fund(t *testing.T, accountID string, sun int64) {
 	t.Helper()
 	ctx := context.Background()
 	err := pgx.BeginFunc(ctx, oe.db.Pool, func(tx pgx.Tx) error {
-		_, err := oe.ledger.Credit(ctx, tx, ledger.Credit{AccountID: accountID, Kind: dom.KindAdjustment,
+		_, err := oe.ledger.Credit(ctx, tx, ledgerstore.Credit{AccountID: accountID, Kind: ledger.KindAdjustment,
 			Ref: fmt.Sprintf("test-fund-%d", time.Now().UnixNano()), AmountSun: sun})
 		return err
 	})
@@ -99,7 +99,7 @@ func (oe *ordersEnv) fund(t *testing.T, accountID string, sun int64) {
 	}
 }
 
-func (oe *ordersEnv) summary(t *testing.T, accountID string) ledger.Summary {
+func (oe *ordersEnv) summary(t *testing.T, accountID string) ledgerstore.Summary {
 	t.Helper()
 	s, err := oe.ledger.Summary(context.Background(), accountID)
 	if err != nil {
@@ -126,7 +126,7 @@ func (oe *ordersEnv) exec(t *testing.T, sql string, args ...any) {
 
 func (oe *ordersEnv) checkInvariants(t *testing.T) {
 	t.Helper()
-	vs, err := ledger.CheckPool(context.Background(), oe.db.Pool, ledger.CheckOptions{})
+	vs, err := ledgerstore.CheckPool(context.Background(), oe.db.Pool, ledgerstore.CheckOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,10 +30,10 @@ import (
 	"rental/infra/idempotency"
 	"rental/infra/quotes"
 	"rental/infra/tron"
-	"rental/processors/pricing"
 	"rental/schemas/apierr"
 	"rental/schemas/events"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 )
 
 // Defaults of the GET /v1/orderbook query.

@@ -8,8 +8,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"rental/infra/tron"
-	"rental/processors/pricing"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 )
 
 // BenchmarkPricesGet measures GET /v1/prices through the whole edge (no rate limiter) on

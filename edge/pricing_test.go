@@ -15,13 +15,13 @@ import (
 	"rental/infra/quotes"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
-	"rental/processors/pricing"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 	"rental/schemas/scopes"
 )
 
 // The pricing tests run the real edge (key authentication, idempotency records, Postgres,
-// Redis) with the pricing module over a snapshot built by processors/pricing from the
+// Redis) with the pricing module over a snapshot built by schemas/pricing from the
 // model below, and the TRON simulator over HTTP for receiver activation.
 //
 // The energy 1h book of testModel at testT0 (day-part "day", factor 1.00):

@@ -14,9 +14,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"rental/infra/quotes"
-	"rental/processors/pricing"
 	"rental/schemas/apierr"
 	"rental/schemas/events"
+	"rental/schemas/pricing"
 )
 
 // quoteRequest is the body of POST /v1/quotes.

@@ -31,13 +31,13 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"rental/infra/idempotency"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/substore"
-	"rental/processors/autorefill"
-	"rental/processors/pricing"
 	"rental/schemas/apierr"
+	"rental/schemas/autorefill"
 	"rental/schemas/events"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 )
 
 // Page sizes of GET /v1/subscriptions?limit=.
@@ -50,9 +50,9 @@ const (
 
 // SubscriptionsOptions are the subscription module's dependencies.
 type SubscriptionsOptions struct {
-	Network     network.Network    // required
-	Ledger      *ledger.Ledger     // required: the fee charge; its pool runs the transactions
-	Idempotency *idempotency.Store // required: Idempotency-Key on POST and PATCH
+	Network     network.Network     // required
+	Ledger      *ledgerstore.Ledger // required: the fee charge; its pool runs the transactions
+	Idempotency *idempotency.Store  // required: Idempotency-Key on POST and PATCH
 	// Pricing gives the live snapshot: the per-use price of the plans and the amount range
 	// of a legacy refill. nil shows the per-use price as null and skips the range check
 	// (the refill order is still checked when the watcher places it).

@@ -12,7 +12,7 @@ import (
 
 	"rental/infra/accounts"
 	"rental/infra/idempotency"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/tron"
 	"rental/schemas/network"
 	"rental/schemas/scopes"
@@ -20,11 +20,11 @@ import (
 
 // The subscription tests run the real edge (keys, Postgres, Redis) with the pricing module
 // on the test snapshot of pricing_test.go (1 h energy at 60.00 SUN in the "day" part at
-// testT0) and the real ledger.
+// testT0) and the real ledgerstore.
 
 type subsEnv struct {
 	*pricingEnv
-	ledger    *ledger.Ledger
+	ledger    *ledgerstore.Ledger
 	available atomic.Bool
 }
 

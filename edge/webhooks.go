@@ -11,7 +11,7 @@ package edge
 //	GET    /v1/webhooks/{id}/deliveries     delivery history (our addition, docs/webhooks.md)
 //
 // Keys (webhooks.read / webhooks.write) or dashboard sessions; a bootstrap token is refused
-// by the endpoint table (Auth K|S). Delivery itself is consumers/webhooks.
+// by the endpoint table (Auth K|S). Delivery itself is consumers/webhookdelivery.
 
 import (
 	"bytes"

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fasthttp"
 
-	consumer "rental/consumers/webhooks"
+	"rental/consumers/webhookdelivery"
 	"rental/infra/accounts"
 	"rental/infra/idempotency"
 	"rental/infra/kafka"
@@ -358,7 +358,7 @@ func TestWebhookRegisteredEndpointReceivesEventsAndShowsHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := consumer.New(consumer.Options{Brokers: []string{broker}, Store: store, Brand: "tronrent",
+	d, err := webhookdelivery.New(webhookdelivery.Options{Brokers: []string{broker}, Store: store, Brand: "tronrent",
 		Policy: webhooks.Policy{AllowLoopback: true}, Delays: []time.Duration{200 * time.Millisecond},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry()})
 	if err != nil {

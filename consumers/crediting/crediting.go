@@ -35,10 +35,10 @@ import (
 
 	"rental/infra/deposits"
 	"rental/infra/kafka"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/tron"
-	dom "rental/processors/ledger"
 	"rental/schemas/events"
+	"rental/schemas/ledger"
 	"rental/schemas/topics"
 )
 
@@ -51,7 +51,7 @@ type Chain interface {
 // Options configure a Consumer.
 type Options struct {
 	Pool   *pgxpool.Pool
-	Ledger *ledger.Ledger
+	Ledger *ledgerstore.Ledger
 	// Rates gives the USDT rate at credit time; nil or no rate holds USDT deposits
 	// (held_no_rate) until support credits them.
 	Rates        deposits.RateSource
@@ -81,7 +81,7 @@ type Options struct {
 // Consumer credits deposits from chain facts.
 type Consumer struct {
 	o      Options
-	limits dom.USDTLimits
+	limits ledger.USDTLimits
 	own    map[string]bool
 	log    *slog.Logger
 }
@@ -113,11 +113,11 @@ func New(o Options) (*Consumer, error) {
 	if o.USDTMax == "" {
 		o.USDTMax = deposits.DefaultMaxUSDT
 	}
-	lo, err := dom.ParseUSDT(o.USDTMin)
+	lo, err := ledger.ParseUSDT(o.USDTMin)
 	if err != nil {
 		return nil, err
 	}
-	hi, err := dom.ParseUSDT(o.USDTMax)
+	hi, err := ledger.ParseUSDT(o.USDTMax)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func New(o Options) (*Consumer, error) {
 	for _, a := range o.OwnAddresses {
 		own[a.String()] = true
 	}
-	return &Consumer{o: o, limits: dom.USDTLimits{Min: lo, Max: hi}, own: own, log: o.Logger.With("stage", "crediting")}, nil
+	return &Consumer{o: o, limits: ledger.USDTLimits{Min: lo, Max: hi}, own: own, log: o.Logger.With("stage", "crediting")}, nil
 }
 
 // Handle is the kafka.Handler of chain.facts.v1.
@@ -188,7 +188,7 @@ func (c *Consumer) transfer(ctx context.Context, f events.ChainFact) error {
 	var status, factID string
 	err = c.o.Pool.QueryRow(ctx, `SELECT status, fact_id FROM deposits WHERE tx_hash = $1 AND log_index = $2`, f.TxID, logIndex(f)).
 		Scan(&status, &factID)
-	if err == nil && (factID == f.FactID || (status != dom.StatusReverted && status != dom.StatusOrphaned)) {
+	if err == nil && (factID == f.FactID || (status != ledger.StatusReverted && status != ledger.StatusOrphaned)) {
 		return nil
 	}
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -277,27 +277,27 @@ func (c *Consumer) apply(ctx context.Context, tx pgx.Tx, f events.ChainFact, inf
 	haveRate := false
 	switch {
 	case !info.Credits(time.Time(f.BlockTime)):
-		status = dom.StatusHeldRetired
+		status = ledger.StatusHeldRetired
 	case asset == "TRX":
-		status = dom.ClassifyTRX(f.AmountSun, c.o.MinDepositSun)
+		status = ledger.ClassifyTRX(f.AmountSun, c.o.MinDepositSun)
 	default:
 		if c.o.Rates != nil {
 			if rate, haveRate, err = c.o.Rates.Rate(ctx); err != nil {
 				return fmt.Errorf("crediting: USDT rate: %w", err)
 			}
 		}
-		status = dom.ClassifyUSDT(amount, c.limits, haveRate)
+		status = ledger.ClassifyUSDT(amount, c.limits, haveRate)
 	}
-	if status != dom.StatusCredited {
+	if status != ledger.StatusCredited {
 		_, err := tx.Exec(ctx, `UPDATE deposits SET status = $2, updated_at = now() WHERE id = $1`, id, status)
 		if err == nil {
 			c.log.Info("deposit held", "deposit", id, "account", info.AccountID, "asset", asset, "amount", amount.String(), "status", status)
 		}
 		return err
 	}
-	return c.o.Ledger.CreditDeposit(ctx, tx, ledger.DepositCredit{
+	return c.o.Ledger.CreditDeposit(ctx, tx, ledgerstore.DepositCredit{
 		ID: id, FactID: f.FactID, AccountID: info.AccountID, TxHash: f.TxID, Sender: f.From, BlockNum: f.BlockNum,
-		Asset: asset, Amount: amount, Rate: ledger.Rate(rate), SpreadBps: c.o.SpreadBps, Actor: "crediting",
+		Asset: asset, Amount: amount, Rate: ledgerstore.Rate(rate), SpreadBps: c.o.SpreadBps, Actor: "crediting",
 	})
 }
 
@@ -311,10 +311,10 @@ func (c *Consumer) revert(ctx context.Context, f events.ChainFact) error {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // not a deposit, or the transfer was taken up by a later inclusion already
 		}
-		if err != nil || status == dom.StatusReverted {
+		if err != nil || status == ledger.StatusReverted {
 			return err
 		}
-		if status == dom.StatusCredited && credited != nil {
+		if status == ledger.StatusCredited && credited != nil {
 			if err := c.o.Ledger.ReverseDeposit(ctx, tx, account, f.Reverts, *credited, map[string]any{
 				"deposit_id": id, "tx_hash": f.TxID, "revert_fact": f.FactID,
 			}); err != nil {

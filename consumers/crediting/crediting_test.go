@@ -34,7 +34,7 @@ import (
 	"rental/infra/accounts"
 	"rental/infra/deposits"
 	"rental/infra/kafka"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/outbox"
 	"rental/infra/testenv"
 	"rental/infra/tron"
@@ -99,7 +99,7 @@ func runPipeline(ctx context.Context, c pipelineConfig) error {
 	if err != nil {
 		return err
 	}
-	l, err := ledger.New(pool, ledger.Options{Network: network.Nile})
+	l, err := ledgerstore.New(pool, ledgerstore.Options{Network: network.Nile})
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ type stack struct {
 	usdt   tron.Address
 	faucet string
 	own    []tron.Address
-	ledger *ledger.Ledger
+	ledger *ledgerstore.Ledger
 	deps   *deposits.Store
 }
 
@@ -163,7 +163,7 @@ func newStack(t *testing.T) *stack {
 	}
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(func() { srv.Close(); _ = sim.Close() })
-	l, err := ledger.New(db.Pool, ledger.Options{Network: network.Nile})
+	l, err := ledgerstore.New(db.Pool, ledgerstore.Options{Network: network.Nile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func newStack(t *testing.T) *stack {
 	}
 	s := &stack{t: t, db: db, broker: broker, simURL: srv.URL, usdt: sim.USDTContract(), faucet: sim.FaucetAddress().String(), ledger: l, deps: deps}
 	t.Cleanup(func() {
-		v, err := ledger.CheckPool(context.Background(), db.Pool, ledger.CheckOptions{})
+		v, err := ledgerstore.CheckPool(context.Background(), db.Pool, ledgerstore.CheckOptions{})
 		if err != nil {
 			t.Error(err)
 		}
@@ -361,7 +361,7 @@ func (s *stack) cursor() int64 {
 	return n
 }
 
-func (s *stack) summary(acc string) ledger.Summary {
+func (s *stack) summary(acc string) ledgerstore.Summary {
 	s.t.Helper()
 	sum, err := s.ledger.Summary(context.Background(), acc)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"rental/consumers/crediting"
 	"rental/infra/accounts"
 	"rental/infra/deposits"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/testenv"
 	"rental/schemas/events"
 	"rental/schemas/network"
@@ -44,7 +44,7 @@ func TestBlockReturningAfterForksIsCreditedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.New(db.Pool, ledger.Options{Network: network.Nile})
+	l, err := ledgerstore.New(db.Pool, ledgerstore.Options{Network: network.Nile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestBlockReturningAfterForksIsCreditedAgain(t *testing.T) {
 	step("revert B", events.RevertOf(b2), 0)
 	step("A once more", fact("blockA", 3), 5_000_000)
 	step("a re-read of A once more", fact("blockA", 3), 5_000_000)
-	vs, err := ledger.CheckPool(ctx, db.Pool, ledger.CheckOptions{})
+	vs, err := ledgerstore.CheckPool(ctx, db.Pool, ledgerstore.CheckOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,10 +19,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"rental/infra/outbox"
-	"rental/processors/batches"
-	"rental/processors/orders"
+	"rental/schemas/batches"
 	"rental/schemas/events"
 	"rental/schemas/network"
+	"rental/schemas/orders"
 )
 
 // IDPrefix starts every batch id.

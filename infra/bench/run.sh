@@ -46,4 +46,4 @@ bash infra/bench/orders.sh # signed POST /v1/orders, whole pipeline running, vs 
 # Webhook deliveries drained by the deliverer (Kafka in, signed POST out, history written),
 # against plain signed POSTs to the same kind of receiver. The same benchmark also reports
 # p50/p99 commit-to-first-attempt delay at a steady 100 events/s (outbox and relay included).
-pair webhook_delivery deliveries/s ./consumers/webhooks BenchmarkWebhookDelivery ./consumers/webhooks BenchmarkPlainPost "plain HTTP POSTs to the same receiver"
+pair webhook_delivery deliveries/s ./consumers/webhookdelivery BenchmarkWebhookDelivery ./consumers/webhookdelivery BenchmarkPlainPost "plain HTTP POSTs to the same receiver"

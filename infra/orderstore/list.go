@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"rental/infra/pg"
-	"rental/processors/orders"
+	"rental/schemas/orders"
 )
 
 // MaxListLimit is the largest page List returns.

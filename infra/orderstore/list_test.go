@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"rental/infra/testenv"
-	"rental/processors/orders"
 	"rental/schemas/events"
 	"rental/schemas/network"
+	"rental/schemas/orders"
 )
 
 func insertOrders(t *testing.T, db *testenv.DB, account string, n int, at func(i int) time.Time) []string {

@@ -15,9 +15,9 @@ import (
 
 	"rental/infra/health"
 	"rental/infra/outbox"
-	"rental/processors/orders"
 	"rental/schemas/events"
 	"rental/schemas/network"
+	"rental/schemas/orders"
 	"rental/schemas/topics"
 )
 

@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"rental/infra/testenv"
-	"rental/processors/orders"
 	"rental/schemas/events"
 	"rental/schemas/network"
+	"rental/schemas/orders"
 )
 
 // Order creation answers (and stores for replays) the record Created computes before the

@@ -1,4 +1,4 @@
-// Package pricestore keeps the price model (processors/pricing.Model) in Postgres, one per
+// Package pricestore keeps the price model (schemas/pricing.Model) in Postgres, one per
 // network, in the tables of migration 00006_pricing.sql. The pricer loads it every cycle, so
 // an operator's change is in force from the next snapshot on, without a deploy. Operators
 // change it with the pricer binary's admin commands (processors/cmd/pricer: show, set-price,
@@ -20,8 +20,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"rental/processors/pricing"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 )
 
 // ErrNotFound is returned when the network has no model, or an edit names a row or day part

@@ -8,8 +8,8 @@ import (
 
 	"rental/infra/pricestore"
 	"rental/infra/testenv"
-	"rental/processors/pricing"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 )
 
 func TestSeedIsTheDocumentedDefaultModel(t *testing.T) {

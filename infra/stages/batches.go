@@ -16,7 +16,7 @@ import (
 	"rental/infra/idempotency"
 	"rental/infra/tron"
 	"rental/processors/batchflow"
-	"rental/processors/pricing"
+	"rental/schemas/pricing"
 )
 
 // batchesModule is the edge's batch endpoints over the order module.

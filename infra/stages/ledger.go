@@ -2,7 +2,7 @@ package stages
 
 // Wiring of the ledger (issue 4): the ledger itself, the USDT rate, the deposit address
 // rotation policy, the edge modules GET /v1/balance and GET /v1/deposit-addresses, the
-// crediting consumer and the sweeper. docs/ledger.md describes them.
+// crediting consumer and the sweeper. docs/ledgerstore.md describes them.
 
 import (
 	"context"
@@ -20,24 +20,24 @@ import (
 	"rental/infra/config"
 	"rental/infra/deposits"
 	"rental/infra/kafka"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/orderstore"
 	"rental/infra/pricestore"
 	"rental/infra/sweep"
 	"rental/infra/tron"
-	"rental/processors/pricing"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 )
 
 // Ledger is the ledger with the configured balance.low rule. estimated_orders_remaining is
 // priced from the operator's price model (1 h energy in the current day-part, 65,000 units:
 // one USDT transfer), falling back to BALANCE_LOW_ORDER_SUN until the model has been read or
 // when it has no such row.
-func Ledger(cfg config.Config, pool *pgxpool.Pool) (*ledger.Ledger, error) {
+func Ledger(cfg config.Config, pool *pgxpool.Pool) (*ledgerstore.Ledger, error) {
 	prices := &modelOrderPrice{models: pricestore.New(pool), network: cfg.Network,
-		fallback: ledger.FixedOrderPrice(cfg.Ledger.OrderSun)}
+		fallback: ledgerstore.FixedOrderPrice(cfg.Ledger.OrderSun)}
 	prices.refresh()
-	return ledger.New(pool, ledger.Options{
+	return ledgerstore.New(pool, ledgerstore.Options{
 		Network:         cfg.Network,
 		LowThresholdSun: cfg.Ledger.LowThresholdSun,
 		Prices:          prices,
@@ -54,7 +54,7 @@ const ReferenceOrderEnergy = 65_000
 type modelOrderPrice struct {
 	models   *pricestore.Store
 	network  network.Network
-	fallback ledger.OrderPricer
+	fallback ledgerstore.OrderPricer
 
 	mu      sync.Mutex
 	model   pricing.Model
@@ -84,7 +84,7 @@ func (p *modelOrderPrice) refresh() {
 	}()
 }
 
-// OrderSun implements ledger.OrderPricer.
+// OrderSun implements ledgerstore.OrderPricer.
 func (p *modelOrderPrice) OrderSun(ctx context.Context) (int64, error) {
 	now := time.Now()
 	p.mu.Lock()
@@ -238,8 +238,8 @@ func Sweeper(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg promet
 
 // InvariantChecks are the ledger invariants checks with the order pipeline's view of which
 // holds are live (orderstore.LiveRefs), for the admin command and tests.
-func InvariantChecks() ledger.CheckOptions {
-	return ledger.CheckOptions{LiveRefs: func(ctx context.Context, q ledger.Querier, refs []string) (map[string]bool, error) {
+func InvariantChecks() ledgerstore.CheckOptions {
+	return ledgerstore.CheckOptions{LiveRefs: func(ctx context.Context, q ledgerstore.Querier, refs []string) (map[string]bool, error) {
 		return orderstore.LiveRefs(ctx, q, refs)
 	}}
 }

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/pricestore"
 	"rental/infra/testenv"
-	"rental/processors/pricing"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 )
 
 // balance.low prices its reference order (65,000 energy for 1 h) from the operator's price
@@ -17,7 +17,7 @@ import (
 func TestReferenceOrderPriceFollowsTheModel(t *testing.T) {
 	db := testenv.Postgres(t)
 	ctx := context.Background()
-	p := &modelOrderPrice{models: pricestore.New(db.Pool), network: network.Nile, fallback: ledger.FixedOrderPrice(123)}
+	p := &modelOrderPrice{models: pricestore.New(db.Pool), network: network.Nile, fallback: ledgerstore.FixedOrderPrice(123)}
 	if got, _ := p.OrderSun(ctx); got != 123 {
 		t.Fatalf("before the model was read: %d, want the fallback 123", got)
 	}

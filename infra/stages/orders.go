@@ -9,13 +9,13 @@ import (
 	"rental/edge"
 	"rental/infra/config"
 	"rental/infra/idempotency"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/tron"
 )
 
 // ordersModule is the edge's order endpoints. led is the edge's ledger (its balance.low
 // rule applies to the holds order creation places); nil builds one the same way (Ledger).
-func ordersModule(cfg config.Config, pool *pgxpool.Pool, pricingAPI *edge.Pricing, led *ledger.Ledger,
+func ordersModule(cfg config.Config, pool *pgxpool.Pool, pricingAPI *edge.Pricing, led *ledgerstore.Ledger,
 	idem *idempotency.Store, log *slog.Logger, reg prometheus.Registerer) (*edge.Orders, error) {
 	if led == nil {
 		var err error

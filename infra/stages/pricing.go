@@ -21,7 +21,7 @@ import (
 	"rental/infra/supply"
 	"rental/infra/tron"
 	"rental/processors/pricer"
-	"rental/processors/pricing"
+	"rental/schemas/pricing"
 )
 
 // Supply is the pricer's supply collector from configuration: own pools, the providers of

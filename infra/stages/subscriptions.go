@@ -15,8 +15,8 @@ import (
 	"rental/infra/config"
 	"rental/infra/idempotency"
 	"rental/infra/tron"
-	"rental/processors/pricing"
 	"rental/processors/subscriptions"
+	"rental/schemas/pricing"
 )
 
 // subscriptionsModule is the edge's subscription endpoints: the plans priced from the

@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	consumer "rental/consumers/webhooks"
+	"rental/consumers/webhookdelivery"
 	"rental/edge"
 	"rental/infra/config"
 	"rental/infra/idempotency"
@@ -37,13 +37,13 @@ func webhooksModule(cfg config.Config, pool *pgxpool.Pool, idem *idempotency.Sto
 	})
 }
 
-// WebhookDeliverer is the webhook delivery consumer (consumers/webhooks).
+// WebhookDeliverer is the webhook delivery consumer (consumers/webhookdelivery).
 func WebhookDeliverer(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) (Runner, error) {
 	store, err := webhookStore(cfg, pool)
 	if err != nil {
 		return nil, err
 	}
-	return consumer.New(consumer.Options{
+	return webhookdelivery.New(webhookdelivery.Options{
 		Brokers:    cfg.KafkaBrokers,
 		Store:      store,
 		Policy:     WebhookPolicy(cfg),

@@ -7,7 +7,7 @@ import (
 
 	"rental/infra/orderstore"
 	"rental/infra/pg"
-	"rental/processors/autorefill"
+	"rental/schemas/autorefill"
 )
 
 // MaxListLimit is the largest page List returns.

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"rental/infra/outbox"
-	"rental/processors/autorefill"
+	"rental/schemas/autorefill"
 	"rental/schemas/events"
 	"rental/schemas/network"
 )
@@ -248,7 +248,7 @@ func Emit(ctx context.Context, tx pgx.Tx, s Row, eventType string, data any) err
 	return outbox.Insert(ctx, tx, env)
 }
 
-// FeeLedger is the part of infra/ledger a fee charge uses (*ledger.Ledger is one).
+// FeeLedger is the part of infra/ledgerstore a fee charge uses (*ledger.Ledger is one).
 type FeeLedger interface {
 	PlaceHold(ctx context.Context, tx pgx.Tx, accountID, holdRef string, amountSun int64) error
 	CaptureHold(ctx context.Context, tx pgx.Tx, holdRef string, amountSun int64) error

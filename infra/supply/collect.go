@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"rental/processors/pricing"
+	"rental/schemas/pricing"
 )
 
 // Collector gathers one cycle's supply from every source at once. A source that fails keeps

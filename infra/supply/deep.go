@@ -8,7 +8,7 @@ import (
 	"math/big"
 
 	"rental/infra/tron"
-	"rental/processors/pricing"
+	"rental/schemas/pricing"
 )
 
 // DeepReserve reads an on-chain energy rental contract with the ABI

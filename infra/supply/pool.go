@@ -11,7 +11,7 @@ import (
 	"fmt"
 
 	"rental/infra/tron"
-	"rental/processors/pricing"
+	"rental/schemas/pricing"
 )
 
 // Node is the part of the java-tron HTTP API the pool and the deep reserve read;

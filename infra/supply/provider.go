@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"rental/processors/pricing"
+	"rental/schemas/pricing"
 )
 
 // Provider is an external energy/bandwidth seller (the wholesale market). Adapters for real

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"rental/infra/tron"
-	"rental/processors/pricing"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 )
 
 // ProviderServer is a simulated external provider: a tiny HTTP API with configurable offers,

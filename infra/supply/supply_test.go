@@ -13,8 +13,8 @@ import (
 	"rental/infra/supply"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
-	"rental/processors/pricing"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 )
 
 func simNode(t *testing.T, genesis ...tronsim.GenesisAccount) (*tronsim.Sim, *tron.Client) {

@@ -16,7 +16,7 @@ import (
 
 	"rental/infra/accounts"
 	"rental/infra/deposits"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/sweep"
 	"rental/infra/testenv"
 	"rental/infra/tron"
@@ -104,7 +104,7 @@ func TestSweepMovesUSDTWithPoolEnergyThenTRX(t *testing.T) {
 	node.post("/sim/usdt/transfer", map[string]any{"to": addr.String(), "amount": 20_000_000}, &r)
 	usdtTx := r.TxID
 	node.mine()
-	l, _ := ledger.New(db.Pool, ledger.Options{Network: network.Nile})
+	l, _ := ledgerstore.New(db.Pool, ledgerstore.Options{Network: network.Nile})
 	credit := func(tx, asset string, amount int64) {
 		id := events.NewID("dep")
 		err := pgx.BeginFunc(ctx, db.Pool, func(q pgx.Tx) error {
@@ -113,9 +113,9 @@ func TestSweepMovesUSDTWithPoolEnergyThenTRX(t *testing.T) {
 				id, tx, "cf_"+tx[:32], tx, acc.ID, addr.String(), sim.FaucetAddress().String(), asset, amount); err != nil {
 				return err
 			}
-			return l.CreditDeposit(ctx, q, ledger.DepositCredit{ID: id, FactID: "cf_" + tx[:32], AccountID: acc.ID,
+			return l.CreditDeposit(ctx, q, ledgerstore.DepositCredit{ID: id, FactID: "cf_" + tx[:32], AccountID: acc.ID,
 				TxHash: tx, Sender: sim.FaucetAddress().String(), BlockNum: 1, Asset: asset, Amount: big.NewInt(amount),
-				Rate: ledger.Rate{SunPerUSDT: 3_000_000, Source: "fixed_env"}, SpreadBps: 50, Actor: "test"})
+				Rate: ledgerstore.Rate{SunPerUSDT: 3_000_000, Source: "fixed_env"}, SpreadBps: 50, Actor: "test"})
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -176,7 +176,7 @@ func TestSweepMovesUSDTWithPoolEnergyThenTRX(t *testing.T) {
 	if s, _ := l.Summary(ctx, acc.ID); s.BalanceSun != 5_000_000+20*2_985_000 {
 		t.Errorf("a sweep changed the customer's balance: %+v", s)
 	}
-	if v, err := ledger.CheckPool(ctx, db.Pool, ledger.CheckOptions{}); err != nil || len(v) != 0 {
+	if v, err := ledgerstore.CheckPool(ctx, db.Pool, ledgerstore.CheckOptions{}); err != nil || len(v) != 0 {
 		t.Errorf("invariants: %v %v", v, err)
 	}
 }

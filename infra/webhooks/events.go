@@ -2,7 +2,7 @@
 // encrypted at rest), the delivery queue and history in Postgres, the event-type
 // catalogue endpoints subscribe to, and the SSRF-safe HTTP client every delivery and test
 // call goes through. Transport (edge/webhooks.go) and the delivery consumer
-// (consumers/webhooks) build on it.
+// (consumers/webhookdelivery) build on it.
 package webhooks
 
 import "slices"

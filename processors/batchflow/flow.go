@@ -35,11 +35,11 @@ import (
 	"rental/infra/kafka"
 	"rental/infra/metrics"
 	"rental/infra/orderstore"
-	"rental/processors/batches"
-	"rental/processors/orders"
-	"rental/processors/pricing"
 	"rental/schemas/apierr"
+	"rental/schemas/batches"
 	"rental/schemas/events"
+	"rental/schemas/orders"
+	"rental/schemas/pricing"
 	"rental/schemas/topics"
 )
 

@@ -16,10 +16,10 @@ import (
 	"rental/infra/orderstore"
 	"rental/infra/testenv"
 	"rental/infra/tron"
-	"rental/processors/batches"
-	"rental/processors/orders"
+	"rental/schemas/batches"
 	"rental/schemas/events"
 	"rental/schemas/network"
+	"rental/schemas/orders"
 )
 
 // Outcome recording against real Postgres: three placed receivers whose orders end

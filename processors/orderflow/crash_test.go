@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"rental/processors/orders"
+	"rental/schemas/orders"
 )
 
 // replica is one processor process started by the test.

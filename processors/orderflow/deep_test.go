@@ -8,7 +8,7 @@ import (
 	"rental/infra/supply"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
-	"rental/processors/orders"
+	"rental/schemas/orders"
 )
 
 // What the own pool cannot deliver is rented from the deep reserve: the first pool pays

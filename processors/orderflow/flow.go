@@ -20,17 +20,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/metrics"
 	"rental/infra/orderstore"
 	"rental/infra/outbox"
 	"rental/infra/pg"
 	"rental/infra/supply"
 	"rental/infra/tron"
-	"rental/processors/orders"
 	"rental/schemas/apierr"
 	"rental/schemas/events"
 	"rental/schemas/network"
+	"rental/schemas/orders"
 )
 
 // Node is the part of the java-tron HTTP API the processor uses; *tron.Client is one.
@@ -68,7 +68,7 @@ type Provider interface {
 type Options struct {
 	Pool    *pgxpool.Pool
 	Node    Node
-	Ledger  *ledger.Ledger
+	Ledger  *ledgerstore.Ledger
 	Network network.Network
 	// Pools are the keys of the service's own stake addresses, in the order they are
 	// drawn from. The processor signs delegations with them.

@@ -11,7 +11,7 @@ import (
 
 	"rental/infra/orderstore"
 	"rental/infra/tron"
-	"rental/processors/orders"
+	"rental/schemas/orders"
 )
 
 // The whole life of an energy order on the simulated chain: delegated with a lock covering

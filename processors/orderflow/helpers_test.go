@@ -16,15 +16,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/orderstore"
 	"rental/infra/testenv"
 	"rental/infra/testenv/chainstack"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
-	"rental/processors/orders"
 	"rental/schemas/events"
 	"rental/schemas/network"
+	"rental/schemas/orders"
 )
 
 // The processor's tests run the real pieces around it: Postgres, the kfake broker over TCP,
@@ -55,7 +55,7 @@ type env struct {
 	sim       *tronsim.Sim
 	simURL    string
 	node      *tron.Client
-	ledger    *ledger.Ledger
+	ledger    *ledgerstore.Ledger
 	clock     *clock
 	pools     []tron.PrivateKey
 }
@@ -90,7 +90,7 @@ func newEnvOn(t *testing.T, nw network.Network, extra []tronsim.GenesisAccount, 
 	c := chainstack.Start(t, e.db.Pool, e.brokers, nw, genesis)
 	e.sim, e.simURL, e.node = c.Sim, c.URL, c.Node
 	var err error
-	e.ledger, err = ledger.New(e.db.Pool, ledger.Options{Network: nw, Now: e.clock.Now})
+	e.ledger, err = ledgerstore.New(e.db.Pool, ledgerstore.Options{Network: nw, Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func (e *env) account(trx int64) string {
 	}
 	if trx > 0 {
 		err := pgx.BeginFunc(ctx, e.db.Pool, func(tx pgx.Tx) error {
-			_, err := e.ledger.Credit(ctx, tx, ledger.Credit{AccountID: id, Kind: "adjustment", Ref: "fund:" + id, AmountSun: trx * tron.SunPerTRX})
+			_, err := e.ledger.Credit(ctx, tx, ledgerstore.Credit{AccountID: id, Kind: "adjustment", Ref: "fund:" + id, AmountSun: trx * tron.SunPerTRX})
 			return err
 		})
 		if err != nil {
@@ -311,7 +311,7 @@ func (e *env) delegated(receiver tron.Address, res orders.Resource) int64 {
 // invariants runs the ledger's invariants check and fails the test on any violation.
 func (e *env) invariants() {
 	e.t.Helper()
-	vs, err := ledger.CheckPool(context.Background(), e.db.Pool, ledger.CheckOptions{LiveRefs: func(ctx context.Context, q ledger.Querier, refs []string) (map[string]bool, error) {
+	vs, err := ledgerstore.CheckPool(context.Background(), e.db.Pool, ledgerstore.CheckOptions{LiveRefs: func(ctx context.Context, q ledgerstore.Querier, refs []string) (map[string]bool, error) {
 		return orderstore.LiveRefs(ctx, q, refs)
 	}})
 	if err != nil {

@@ -9,8 +9,8 @@ import (
 	"rental/infra/supply"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
-	"rental/processors/orders"
 	"rental/schemas/network"
+	"rental/schemas/orders"
 )
 
 // On nile the one provider delivers, from its own stake and small inventory: the order is

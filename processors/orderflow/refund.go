@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"rental/infra/orderstore"
-	"rental/processors/orders"
+	"rental/schemas/orders"
 )
 
 // ErrNotRefundable is a support refund of an order that was never delivered or has

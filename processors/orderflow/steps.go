@@ -13,9 +13,9 @@ import (
 	"rental/infra/orderstore"
 	"rental/infra/supply"
 	"rental/infra/tron"
-	"rental/processors/orders"
-	"rental/processors/pricing"
 	"rental/schemas/apierr"
+	"rental/schemas/orders"
+	"rental/schemas/pricing"
 )
 
 // Fill sources besides the providers' slugs.

@@ -29,9 +29,9 @@ import (
 
 	"rental/infra/metrics"
 	"rental/infra/supply"
-	"rental/processors/pricing"
 	"rental/schemas/events"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 	"rental/schemas/topics"
 )
 

@@ -20,9 +20,9 @@ import (
 	"rental/infra/tron"
 	"rental/infra/tronsim"
 	"rental/processors/pricer"
-	"rental/processors/pricing"
 	"rental/schemas/events"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 	"rental/schemas/topics"
 )
 

@@ -12,9 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"rental/processors/pricing"
 	"rental/schemas/events"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 )
 
 // RedisSource is the edge's pricing.SnapshotSource: it keeps the latest snapshot in memory,

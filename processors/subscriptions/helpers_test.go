@@ -18,19 +18,19 @@ import (
 
 	"rental/edge"
 	"rental/infra/idempotency"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/stages"
 	"rental/infra/substore"
 	"rental/infra/testenv"
 	"rental/infra/testenv/chainstack"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
-	"rental/processors/autorefill"
 	"rental/processors/orderflow"
-	"rental/processors/pricing"
 	"rental/processors/subscriptions"
+	"rental/schemas/autorefill"
 	"rental/schemas/events"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 )
 
 // The watcher's tests run the real pieces around it: Postgres, the kfake broker over TCP,
@@ -89,7 +89,7 @@ type env struct {
 	sim     *tronsim.Sim
 	simURL  string
 	node    *tron.Client
-	ledger  *ledger.Ledger
+	ledger  *ledgerstore.Ledger
 	placer  subscriptions.Placer
 	clock   *clock
 	pools   []tron.PrivateKey
@@ -112,7 +112,7 @@ func newEnv(t *testing.T) *env {
 		StakeEnergySun: 10_000_000 * tron.SunPerTRX, StakeBandwidthSun: 10_000_000 * tron.SunPerTRX}})
 	e.sim, e.simURL, e.node = c.Sim, c.URL, c.Node
 	var err error
-	e.ledger, err = ledger.New(e.db.Pool, ledger.Options{Network: network.Mainnet})
+	e.ledger, err = ledgerstore.New(e.db.Pool, ledgerstore.Options{Network: network.Mainnet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func newEnv(t *testing.T) *env {
 	}
 	e.placer = stages.RefillPlacer{Orders: om}
 	t.Cleanup(func() {
-		vs, err := ledger.CheckPool(context.Background(), e.db.Pool, ledger.CheckOptions{})
+		vs, err := ledgerstore.CheckPool(context.Background(), e.db.Pool, ledgerstore.CheckOptions{})
 		if err != nil {
 			t.Error(err)
 		}
@@ -199,7 +199,7 @@ func (e *env) credit(accountID string, sun int64) {
 	e.t.Helper()
 	ctx := context.Background()
 	err := pgx.BeginFunc(ctx, e.db.Pool, func(tx pgx.Tx) error {
-		_, err := e.ledger.Credit(ctx, tx, ledger.Credit{AccountID: accountID, Kind: "adjustment", Ref: events.NewID("fund"), AmountSun: sun})
+		_, err := e.ledger.Credit(ctx, tx, ledgerstore.Credit{AccountID: accountID, Kind: "adjustment", Ref: events.NewID("fund"), AmountSun: sun})
 		return err
 	})
 	if err != nil {

@@ -26,10 +26,10 @@ import (
 	"rental/infra/metrics"
 	"rental/infra/substore"
 	"rental/infra/tron"
-	"rental/processors/autorefill"
-	"rental/processors/orders"
 	"rental/schemas/apierr"
+	"rental/schemas/autorefill"
 	"rental/schemas/events"
+	"rental/schemas/orders"
 )
 
 // Refill is an order the watcher asks for on a subscription's behalf.

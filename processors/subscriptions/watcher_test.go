@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"rental/infra/tron"
-	"rental/processors/autorefill"
 	"rental/processors/subscriptions"
+	"rental/schemas/autorefill"
 )
 
 // A receiver whose energy runs out is refilled: the order is placed through the order

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"rental/processors/pricing"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 )
 
 func TestMarketDataMatchesItsSchema(t *testing.T) {

@@ -83,7 +83,7 @@ var (
 		Doc: "Internal order work items (processors/orderflow)."}
 )
 
-// Webhook delivery retries (consumers/webhooks). One delay topic per step of the spec's retry
+// Webhook delivery retries (consumers/webhookdelivery). One delay topic per step of the spec's retry
 // schedule: a record in WebhookRetry[i] is a wake-up for attempt i+2 of one delivery and
 // carries its due time; the consumer pauses a partition until its head record is due, so a
 // topic holds records of one delay only and its head is always the earliest due. Keyed like
@@ -104,7 +104,7 @@ var WebhookRetry = func() []Topic {
 // WebhookDead receives deliveries whose every attempt on every endpoint failed: the
 // envelope as it was sent, with headers naming the endpoint role and attempts.
 var WebhookDead = Topic{Name: "webhooks.dead.v1", Key: "ordering key", Partitions: 12, Retention: 30 * day, Cleanup: Delete,
-	Doc: "Dead-lettered webhook deliveries (consumers/webhooks)."}
+	Doc: "Dead-lettered webhook deliveries (consumers/webhookdelivery)."}
 
 // All lists every topic the service uses; stages create them at start.
 func All() []Topic {

@@ -1,5 +1,5 @@
 // Command webhooks delivers customer events to the accounts' webhook endpoints
-// (consumers/webhooks): it reads the event topics and the retry topics from KAFKA_BROKERS
+// (consumers/webhookdelivery): it reads the event topics and the retry topics from KAFKA_BROKERS
 // and keeps delivery state in DATABASE_URL. Run several: each topic partition is handled
 // by one replica at a time. SIGTERM stops it cleanly; after a SIGKILL the next replica
 // redoes what was not committed (deliveries are at least once).

@@ -74,7 +74,7 @@ import (
 	"rental/infra/config"
 	"rental/infra/deposits"
 	"rental/infra/kafka"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/metrics"
 	"rental/infra/pg"
 	"rental/infra/redisx"
@@ -82,7 +82,7 @@ import (
 	"rental/infra/stages"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
-	dom "rental/processors/ledger"
+	"rental/schemas/ledger"
 	"rental/schemas/scopes"
 )
 
@@ -1007,7 +1007,7 @@ func (p *pipeline) setupAccounts(ctx context.Context, st settings, say func(stri
 				return err
 			}
 			err = pgx.BeginFunc(gctx, p.setupPool, func(tx pgx.Tx) error {
-				_, err := led.Credit(gctx, tx, ledger.Credit{AccountID: a.ID, Kind: dom.KindAdjustment,
+				_, err := led.Credit(gctx, tx, ledgerstore.Credit{AccountID: a.ID, Kind: ledger.KindAdjustment,
 					Ref: "ordersbench-fund-" + a.ID, AmountSun: 1_000_000 * 1_000_000}) // 1,000,000 TRX
 				return err
 			})

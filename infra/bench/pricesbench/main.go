@@ -30,8 +30,8 @@ import (
 	"rental/edge"
 	"rental/infra/health"
 	"rental/infra/tron"
-	"rental/processors/pricing"
 	"rental/schemas/network"
+	"rental/schemas/pricing"
 )
 
 func main() {

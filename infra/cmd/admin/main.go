@@ -1,4 +1,4 @@
-// Command admin is the support and operator tool for the ledger (docs/ledger.md). Every
+// Command admin is the support and operator tool for the ledger (docs/ledgerstore.md). Every
 // command that changes something writes an audit_log row, in the same transaction, naming
 // the actor (-actor, required) and the reason (-reason).
 //
@@ -26,7 +26,7 @@ import (
 	"text/tabwriter"
 
 	"rental/infra/config"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/pg"
 	"rental/infra/stages"
 	"rental/schemas/apierr"
@@ -95,12 +95,12 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		if *reason == "" {
 			return "", fmt.Errorf("%s: -reason is required", cmd)
 		}
-		return ledger.Actor(*actor)
+		return ledgerstore.Actor(*actor)
 	}
 
 	switch cmd {
 	case "invariants":
-		v, err := ledger.CheckPool(ctx, pool, stages.InvariantChecks())
+		v, err := ledgerstore.CheckPool(ctx, pool, stages.InvariantChecks())
 		if err != nil {
 			return 1, err
 		}
@@ -134,14 +134,14 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		if err != nil {
 			return 2, err
 		}
-		rate := ledger.Rate{SunPerUSDT: *rateSun, Source: "support"}
+		rate := ledgerstore.Rate{SunPerUSDT: *rateSun, Source: "support"}
 		if *rateSun <= 0 {
 			r, ok, err := stages.USDTRate(cfg).Rate(ctx)
 			if err != nil {
 				return 1, err
 			}
 			if ok {
-				rate = ledger.Rate(r)
+				rate = ledgerstore.Rate(r)
 			}
 		}
 		credited, err := l.CreditHeld(ctx, *deposit, a, *reason, rate, cfg.Deposit.USDTSpreadBps)
@@ -170,7 +170,7 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		fmt.Fprintf(out, "credited %d SUN to %s; balance %d SUN\n", *amount, *account, res.BalanceSun)
 		return 0, nil
 
-	case ledger.OpSuspend, ledger.OpUnsuspend, ledger.OpClose:
+	case ledgerstore.OpSuspend, ledgerstore.OpUnsuspend, ledgerstore.OpClose:
 		if err := need("account"); err != nil {
 			return 2, err
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/reqsign"
 	"rental/infra/tron"
 	"rental/schemas/events"
@@ -659,7 +659,7 @@ func TestE2EDepositOrderDelegationReclaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	vs, err := ledger.CheckPool(context.Background(), db, ledger.CheckOptions{})
+	vs, err := ledgerstore.CheckPool(context.Background(), db, ledgerstore.CheckOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 -- +goose Up
 -- Ledger (issue 4): double-entry postings, customer balances with two-phase holds, deposits
 -- credited from chain facts, deposit address rotation and sweeps. docs/ledger.md explains
--- the model; infra/ledger is the only writer of these tables.
+-- the model; infra/ledgerstore is the only writer of these tables.
 
 -- One row per customer account: the materialised sums of its postings and holds, plus the
 -- lifetime totals of the Account record. Debits are guarded by conditional UPDATEs on this

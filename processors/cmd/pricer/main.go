@@ -39,8 +39,8 @@ import (
 	"rental/infra/pricestore"
 	"rental/infra/redisx"
 	"rental/infra/stages"
-	"rental/processors/pricing"
 	"rental/schemas/events"
+	"rental/schemas/pricing"
 )
 
 func main() {

@@ -5,8 +5,8 @@
 package batches
 
 import (
-	"rental/processors/orders"
 	"rental/schemas/events"
+	"rental/schemas/orders"
 )
 
 // MaxReceivers is the spec's batch size limit; an account's max_batch_receivers may be lower.

@@ -1,4 +1,4 @@
-package webhooks_test
+package webhookdelivery_test
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	consumer "rental/consumers/webhooks"
+	"rental/consumers/webhookdelivery"
 	"rental/infra/webhooks"
 )
 
 func (e *env) startCancelable(t *testing.T, delays []time.Duration) (cancel func(), done chan error) {
-	d, err := consumer.New(consumer.Options{
+	d, err := webhookdelivery.New(webhookdelivery.Options{
 		Brokers: []string{e.broker}, Store: e.store, Brand: testBrand, Delays: delays,
 		Policy:     webhooks.Policy{AllowLoopback: true},
 		Logger:     quiet(),

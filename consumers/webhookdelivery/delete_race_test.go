@@ -1,4 +1,4 @@
-package webhooks_test
+package webhookdelivery_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	consumer "rental/consumers/webhooks"
+	"rental/consumers/webhookdelivery"
 	"rental/infra/webhooks"
 )
 
@@ -90,7 +90,7 @@ func TestDeletesRaceRetries(t *testing.T) {
 		return 500
 	}
 	logs := &syncBuffer{}
-	d, err := consumer.New(consumer.Options{
+	d, err := webhookdelivery.New(webhookdelivery.Options{
 		Brokers: []string{e.broker}, Store: e.store, Brand: testBrand, Delays: scaled(50 * time.Millisecond),
 		Policy:     webhooks.Policy{AllowLoopback: true},
 		Logger:     slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),

@@ -1,4 +1,4 @@
-package ledger
+package ledgerstore
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"rental/infra/outbox"
-	dom "rental/processors/ledger"
+	"rental/schemas/ledger"
 )
 
 // Group holds: the holds of several new orders placed in one transaction (order creation's
@@ -31,7 +31,7 @@ func (f Funds) Available() int64 { return f.balance - f.reserved }
 // Error is the refusal (4001 or 4002, with required_sun and available_sun) of a hold of
 // requiredSun that the funds cannot cover.
 func (f Funds) Error(requiredSun int64) error {
-	return dom.FundsError(f.balance, f.reserved, requiredSun)
+	return ledger.FundsError(f.balance, f.reserved, requiredSun)
 }
 
 // LockedAccounts is QueueLockAccounts' answer once its batch ran.
@@ -89,10 +89,10 @@ func (l *Ledger) QueueOrderHolds(b *pgx.Batch, holds []Hold) error {
 	per := map[string][2]int64{} // account: sum, count
 	refs, accs, amounts := make([]string, len(holds)), make([]string, len(holds)), make([]int64, len(holds))
 	for i, h := range holds {
-		if err := dom.ValidateAmount(h.AmountSun); err != nil {
+		if err := ledger.ValidateAmount(h.AmountSun); err != nil {
 			return err
 		}
-		if err := dom.ValidateRef(h.OrderID); err != nil {
+		if err := ledger.ValidateRef(h.OrderID); err != nil {
 			return err
 		}
 		t := per[h.AccountID]

@@ -1,4 +1,4 @@
-package webhooks_test
+package webhookdelivery_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	consumer "rental/consumers/webhooks"
+	"rental/consumers/webhookdelivery"
 	"rental/infra/kafka"
 	"rental/infra/webhooks"
 	"rental/schemas/events"
@@ -198,7 +198,7 @@ func TestSweepDrivesOrphanedDeliveries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d, err := consumer.New(consumer.Options{
+	d, err := webhookdelivery.New(webhookdelivery.Options{
 		Brokers: []string{e.broker}, Store: e.store, Brand: testBrand, Delays: scaled(100 * time.Millisecond),
 		Policy: webhooks.Policy{AllowLoopback: true}, Logger: quiet(), SweepEvery: 100 * time.Millisecond,
 		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(50 * time.Millisecond)},

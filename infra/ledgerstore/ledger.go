@@ -1,7 +1,7 @@
 // Package ledger is the Postgres side of the double-entry ledger (docs/ledger.md): customer
 // balances with two-phase holds, idempotent postings, lifetime totals, balance.credited and
 // balance.low through the transactional outbox, and the invariants check. The domain rules
-// (posting kinds and legs, amount checks, funds errors) live in rental/processors/ledger.
+// (posting kinds and legs, amount checks, funds errors) live in rental/schemas/ledger.
 //
 // Transaction contract. Every method that changes money takes the caller's pgx.Tx, and a
 // refused operation (4001, 4002, an unknown hold) leaves the caller's transaction exactly
@@ -16,7 +16,7 @@
 // a write: Postgres re-evaluates the condition on the latest row version after waiting for
 // a concurrent writer, so concurrent holds can never overdraw. Under SERIALIZABLE callers a
 // collision surfaces as 4004 ledger_conflict (retry at once).
-package ledger
+package ledgerstore
 
 import (
 	"context"
@@ -30,9 +30,9 @@ import (
 
 	"rental/infra/accounts"
 	"rental/infra/outbox"
-	dom "rental/processors/ledger"
 	"rental/schemas/apierr"
 	"rental/schemas/events"
+	"rental/schemas/ledger"
 	"rental/schemas/network"
 )
 
@@ -191,10 +191,10 @@ func (l *Ledger) QueueOrderHold(b *pgx.Batch, accountID, orderID string, amountS
 }
 
 func (l *Ledger) queueHold(b *pgx.Batch, accountID, holdRef string, amountSun, orders int64) (*QueuedHold, error) {
-	if err := dom.ValidateAmount(amountSun); err != nil {
+	if err := ledger.ValidateAmount(amountSun); err != nil {
 		return nil, err
 	}
-	if err := dom.ValidateRef(holdRef); err != nil {
+	if err := ledger.ValidateRef(holdRef); err != nil {
 		return nil, err
 	}
 	q := &QueuedHold{l: l, accountID: accountID, ref: holdRef, amount: amountSun}
@@ -258,15 +258,15 @@ func (q *QueuedHold) Result(ctx context.Context, tx pgx.Tx, batchErr error) erro
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return err
 	}
-	return dom.FundsError(bal, res, q.amount)
+	return ledger.FundsError(bal, res, q.amount)
 }
 
 // CaptureHold posts a placed hold for amountSun (0 to the held amount): that much moves
 // from the customer to revenue and the rest of the hold is released. Repeating a capture
 // with the same amount is a no-op.
 func (l *Ledger) CaptureHold(ctx context.Context, tx pgx.Tx, holdRef string, amountSun int64) error {
-	if amountSun < 0 || amountSun > dom.MaxAmountSun {
-		return dom.ErrAmount
+	if amountSun < 0 || amountSun > ledger.MaxAmountSun {
+		return ledger.ErrAmount
 	}
 	// Two round trips (it is on every delivered order's path): the savepoint with the hold's
 	// update, then the account's update with the posting. The savepoint is rolled back when
@@ -319,7 +319,7 @@ func (l *Ledger) CaptureHold(ctx context.Context, tx pgx.Tx, holdRef string, amo
 		covered = err == nil
 		return err
 	})
-	p := posting{kind: dom.KindCapture, ref: "capture:" + holdRef, accountID: accountID, amount: amountSun, referenceID: holdRef}
+	p := posting{kind: ledger.KindCapture, ref: "capture:" + holdRef, accountID: accountID, amount: amountSun, referenceID: holdRef}
 	var posted *queuedPosting
 	if amountSun > 0 {
 		var err error
@@ -377,7 +377,7 @@ func holdReplay(ctx context.Context, tx pgx.Tx, ref, wantStatus string, wantCapt
 		return err
 	}
 	if status == "placed" && wantCaptured != nil {
-		return fmt.Errorf("ledger: capture of %d SUN exceeds hold %s: %w", *wantCaptured, ref, dom.ErrAmount)
+		return fmt.Errorf("ledger: capture of %d SUN exceeds hold %s: %w", *wantCaptured, ref, ledger.ErrAmount)
 	}
 	if status != wantStatus || (wantCaptured != nil && (captured == nil || *captured != *wantCaptured)) {
 		return fmt.Errorf("%w: hold %s is %s", ErrHoldClosed, ref, status)
@@ -391,7 +391,7 @@ func holdReplay(ctx context.Context, tx pgx.Tx, ref, wantStatus string, wantCapt
 // order_failed), kept in the posting. Idempotent on ref: a repeat credits nothing and emits
 // nothing.
 func (l *Ledger) Refund(ctx context.Context, tx pgx.Tx, accountID, ref string, amountSun int64, reason, referenceID string) error {
-	_, err := l.Credit(ctx, tx, Credit{AccountID: accountID, Kind: dom.KindRefund, Ref: ref, AmountSun: amountSun,
+	_, err := l.Credit(ctx, tx, Credit{AccountID: accountID, Kind: ledger.KindRefund, Ref: ref, AmountSun: amountSun,
 		ReferenceID: referenceID, Details: map[string]any{"reason": reason}})
 	return err
 }
@@ -426,8 +426,8 @@ type DepositInfo struct {
 // Credit is one crediting movement.
 type Credit struct {
 	AccountID   string
-	Kind        dom.Kind // deposit, refund, adjustment or referral
-	Ref         string   // idempotency reference, unique per kind
+	Kind        ledger.Kind // deposit, refund, adjustment or referral
+	Ref         string      // idempotency reference, unique per kind
 	AmountSun   int64
 	ReferenceID string         // balance.credited reference_id ("" = null)
 	Deposit     *DepositInfo   // kind deposit only
@@ -451,10 +451,10 @@ func (l *Ledger) Credit(ctx context.Context, tx pgx.Tx, c Credit) (CreditResult,
 	if !c.Kind.Credited() {
 		return CreditResult{}, fmt.Errorf("ledger: %s is not a credit", c.Kind)
 	}
-	if err := dom.ValidateAmount(c.AmountSun); err != nil {
+	if err := ledger.ValidateAmount(c.AmountSun); err != nil {
 		return CreditResult{}, err
 	}
-	if err := dom.ValidateRef(c.Ref); err != nil {
+	if err := ledger.ValidateRef(c.Ref); err != nil {
 		return CreditResult{}, err
 	}
 	var res CreditResult
@@ -468,9 +468,9 @@ func (l *Ledger) Credit(ctx context.Context, tx pgx.Tx, c Credit) (CreditResult,
 		res.Applied = true
 		deposited, refunded := int64(0), int64(0)
 		switch c.Kind {
-		case dom.KindDeposit:
+		case ledger.KindDeposit:
 			deposited = c.AmountSun
-		case dom.KindRefund:
+		case ledger.KindRefund:
 			refunded = c.AmountSun
 		}
 		if err := ensureAccount(ctx, tx, c.AccountID); err != nil {
@@ -504,7 +504,7 @@ func (l *Ledger) emitCredited(ctx context.Context, tx pgx.Tx, c Credit, balance 
 		ref := c.ReferenceID
 		d.ReferenceID = &ref
 	}
-	if c.Kind == dom.KindDeposit && c.Deposit != nil {
+	if c.Kind == ledger.KindDeposit && c.Deposit != nil {
 		// Semantics 9: a deposit event carries null confirmations and balance_sun.
 		dep := c.Deposit
 		h, s, b := dep.TxHash, dep.Sender, dep.BlockNumber
@@ -530,11 +530,11 @@ func (l *Ledger) emitCredited(ctx context.Context, tx pgx.Tx, c Credit, balance 
 // driven below zero this way shows up in the invariants check for an operator. Idempotent
 // on ref; it emits no customer event.
 func (l *Ledger) ReverseDeposit(ctx context.Context, tx pgx.Tx, accountID, ref string, amountSun int64, details map[string]any) error {
-	if err := dom.ValidateAmount(amountSun); err != nil {
+	if err := ledger.ValidateAmount(amountSun); err != nil {
 		return err
 	}
 	return inSavepoint(ctx, tx, func(tx pgx.Tx) error {
-		applied, err := insertPostingOnce(ctx, tx, posting{kind: dom.KindDepositReversal, ref: "deposit_reversal:" + ref,
+		applied, err := insertPostingOnce(ctx, tx, posting{kind: ledger.KindDepositReversal, ref: "deposit_reversal:" + ref,
 			accountID: accountID, amount: amountSun, details: details})
 		if err != nil || !applied {
 			return err
@@ -550,7 +550,7 @@ func (l *Ledger) ReverseDeposit(ctx context.Context, tx pgx.Tx, accountID, ref s
 }
 
 type posting struct {
-	kind        dom.Kind
+	kind        ledger.Kind
 	ref         string
 	accountID   string
 	amount      int64
@@ -615,7 +615,7 @@ func insertPostingOnce(ctx context.Context, tx pgx.Tx, p posting) (bool, error) 
 
 // postingInsert is the statement inserting p unless its ref exists.
 func postingInsert(p posting) (string, []any, error) {
-	debit, credit, err := dom.Legs(p.kind, p.accountID)
+	debit, credit, err := ledger.Legs(p.kind, p.accountID)
 	if err != nil {
 		return "", nil, err
 	}
@@ -661,7 +661,7 @@ func (l *Ledger) checkLow(ctx context.Context, tx outbox.Execer, accountID strin
 			return fmt.Errorf("ledger: price for balance.low: %w", err)
 		}
 		env, err := events.New(events.EventBalanceLow, accountID, l.o.Network, events.BalanceLow{
-			BalanceSun: available, ThresholdSun: threshold, EstimatedOrdersRemaining: dom.EstimatedOrders(available, price),
+			BalanceSun: available, ThresholdSun: threshold, EstimatedOrdersRemaining: ledger.EstimatedOrders(available, price),
 		})
 		if err != nil {
 			return err

@@ -1,7 +1,7 @@
 // Package ledger holds the ledger's domain rules without SQL or transport: the posting
 // model (kinds and the ledger accounts each kind moves money between), amount validation,
 // the funds errors of a refused hold, the classification of deposits and the USDT to TRX
-// conversion. infra/ledger applies these rules to Postgres; docs/ledger.md describes them.
+// conversion. infra/ledgerstore applies these rules to Postgres; docs/ledger.md describes them.
 package ledger
 
 import (

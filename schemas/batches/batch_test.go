@@ -8,9 +8,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"rental/processors/batches"
-	"rental/processors/orders"
+	"rental/schemas/batches"
 	"rental/schemas/events"
+	"rental/schemas/orders"
 )
 
 func TestFinalStatus(t *testing.T) {

@@ -1,4 +1,4 @@
-package ledger
+package ledgerstore
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	dom "rental/processors/ledger"
+	"rental/schemas/ledger"
 )
 
 // Rate is a USDT rate before the spread, as a deposit is credited at: SUN per 1 USDT and
@@ -41,13 +41,13 @@ func (l *Ledger) CreditDeposit(ctx context.Context, tx pgx.Tx, d DepositCredit) 
 	var source *string
 	var spread *int
 	if d.Asset == "USDT" {
-		after := dom.RateAfterSpread(d.Rate.SunPerUSDT, d.SpreadBps)
-		v, err := dom.USDTToSun(d.Amount, after)
+		after := ledger.RateAfterSpread(d.Rate.SunPerUSDT, d.SpreadBps)
+		v, err := ledger.USDTToSun(d.Amount, after)
 		if err != nil {
 			return err
 		}
 		sun = v
-		usdt, src, sp := dom.FormatUSDT(d.Amount), d.Rate.Source, d.SpreadBps
+		usdt, src, sp := ledger.FormatUSDT(d.Amount), d.Rate.Source, d.SpreadBps
 		rateAfter, source, spread = &after, &src, &sp
 		info.USDTAmount, info.RateSun, info.RateSource, info.SpreadBps = &usdt, &after, &src, &sp
 	} else {
@@ -69,7 +69,7 @@ func (l *Ledger) CreditDeposit(ctx context.Context, tx pgx.Tx, d DepositCredit) 
 	if err := tx.QueryRow(ctx, `SELECT announced FROM deposits WHERE id = $1`, d.ID).Scan(&announced); err != nil {
 		return err
 	}
-	if _, err := l.Credit(ctx, tx, Credit{AccountID: d.AccountID, Kind: dom.KindDeposit, Ref: d.FactID, AmountSun: sun,
+	if _, err := l.Credit(ctx, tx, Credit{AccountID: d.AccountID, Kind: ledger.KindDeposit, Ref: d.FactID, AmountSun: sun,
 		ReferenceID: d.ID, Deposit: info, Details: details, Quiet: announced}); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package webhooks_test
+package webhookdelivery_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	consumer "rental/consumers/webhooks"
+	"rental/consumers/webhookdelivery"
 	"rental/infra/accounts"
 	"rental/infra/kafka"
 	"rental/infra/testenv"
@@ -251,7 +251,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // start runs a deliverer until the test ends.
 func (e *env) start(t testing.TB, delays []time.Duration) {
 	t.Helper()
-	d, err := consumer.New(consumer.Options{
+	d, err := webhookdelivery.New(webhookdelivery.Options{
 		Brokers: []string{e.broker}, Store: e.store, Brand: testBrand, Delays: delays,
 		Policy:     webhooks.Policy{AllowLoopback: true},
 		Logger:     quiet(),
@@ -307,7 +307,7 @@ func orderID(i int) string { return fmt.Sprintf("ord_%d_%d", time.Now().UnixNano
 
 // scaled are compressed retry delays: 100 ms, 200 ms, ... for the nine steps.
 func scaled(unit time.Duration) []time.Duration {
-	out := make([]time.Duration, len(consumer.Schedule))
+	out := make([]time.Duration, len(webhookdelivery.Schedule))
 	for i := range out {
 		out[i] = time.Duration(i+1) * unit
 	}

@@ -1,4 +1,4 @@
-package ledger_test
+package ledgerstore_test
 
 import (
 	"context"
@@ -15,27 +15,27 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"rental/infra/accounts"
-	"rental/infra/ledger"
+	"rental/infra/ledgerstore"
 	"rental/infra/testenv"
 	"rental/infra/tron"
-	dom "rental/processors/ledger"
 	"rental/schemas/apierr"
 	"rental/schemas/events"
+	"rental/schemas/ledger"
 	"rental/schemas/network"
 )
 
 type env struct {
 	db *testenv.DB
-	l  *ledger.Ledger
+	l  *ledgerstore.Ledger
 }
 
-func newEnv(t *testing.T, o ledger.Options) *env {
+func newEnv(t *testing.T, o ledgerstore.Options) *env {
 	t.Helper()
 	db := testenv.Postgres(t)
 	if o.Network == "" {
 		o.Network = network.Nile
 	}
-	l, err := ledger.New(db.Pool, o)
+	l, err := ledgerstore.New(db.Pool, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func newEnv(t *testing.T, o ledger.Options) *env {
 
 func (e *env) mustHoldInvariants(t *testing.T) {
 	t.Helper()
-	v, err := ledger.CheckPool(context.Background(), e.db.Pool, ledger.CheckOptions{})
+	v, err := ledgerstore.CheckPool(context.Background(), e.db.Pool, ledgerstore.CheckOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,12 +76,12 @@ func (e *env) tx(t *testing.T, fn func(pgx.Tx) error) error {
 	return pgx.BeginFunc(context.Background(), e.db.Pool, fn)
 }
 
-func (e *env) adjust(t *testing.T, acc string, sun int64, ref string) ledger.CreditResult {
+func (e *env) adjust(t *testing.T, acc string, sun int64, ref string) ledgerstore.CreditResult {
 	t.Helper()
-	var res ledger.CreditResult
+	var res ledgerstore.CreditResult
 	err := e.tx(t, func(tx pgx.Tx) error {
 		var err error
-		res, err = e.l.Credit(context.Background(), tx, ledger.Credit{AccountID: acc, Kind: dom.KindAdjustment, Ref: ref, AmountSun: sun, ReferenceID: ref})
+		res, err = e.l.Credit(context.Background(), tx, ledgerstore.Credit{AccountID: acc, Kind: ledger.KindAdjustment, Ref: ref, AmountSun: sun, ReferenceID: ref})
 		return err
 	})
 	if err != nil {
@@ -90,7 +90,7 @@ func (e *env) adjust(t *testing.T, acc string, sun int64, ref string) ledger.Cre
 	return res
 }
 
-func (e *env) summary(t *testing.T, acc string) ledger.Summary {
+func (e *env) summary(t *testing.T, acc string) ledgerstore.Summary {
 	t.Helper()
 	s, err := e.l.Summary(context.Background(), acc)
 	if err != nil {
@@ -123,7 +123,7 @@ func outboxEvents(t *testing.T, pool *pgxpool.Pool, acc string) []events.Envelop
 }
 
 func TestConcurrentHoldsNeverOverdraw(t *testing.T) {
-	e := newEnv(t, ledger.Options{LowThresholdSun: 1})
+	e := newEnv(t, ledgerstore.Options{LowThresholdSun: 1})
 	acc := e.account(t)
 	e.adjust(t, acc, 100_000_000, "seed") // 100 TRX
 
@@ -167,7 +167,7 @@ func TestConcurrentHoldsNeverOverdraw(t *testing.T) {
 
 func TestHoldLifecycle(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, ledger.Options{LowThresholdSun: 1})
+	e := newEnv(t, ledgerstore.Options{LowThresholdSun: 1})
 	acc := e.account(t)
 
 	// Nothing deposited: 4001 with details, and the caller's transaction stays usable.
@@ -194,7 +194,7 @@ func TestHoldLifecycle(t *testing.T) {
 	if err := place("ord_a", 15_000_000); err != nil { // idempotent replay
 		t.Fatalf("replayed hold: %v", err)
 	}
-	if err := place("ord_a", 1); !errors.Is(err, ledger.ErrRefReused) {
+	if err := place("ord_a", 1); !errors.Is(err, ledgerstore.ErrRefReused) {
 		t.Fatalf("hold ref reused for another amount: %v", err)
 	}
 	if s := e.summary(t, acc); s.ReservedSun != 15_000_000 || s.AvailableSun != 5_000_000 {
@@ -219,7 +219,7 @@ func TestHoldLifecycle(t *testing.T) {
 	if err := capture("ord_a", 12_000_000); err != nil {
 		t.Fatalf("replayed capture: %v", err)
 	}
-	if err := capture("ord_a", 11_000_000); !errors.Is(err, ledger.ErrHoldClosed) {
+	if err := capture("ord_a", 11_000_000); !errors.Is(err, ledgerstore.ErrHoldClosed) {
 		t.Fatalf("capture with another amount: %v", err)
 	}
 	s := e.summary(t, acc)
@@ -240,10 +240,10 @@ func TestHoldLifecycle(t *testing.T) {
 	if err := release("ord_c"); err != nil {
 		t.Fatalf("replayed release: %v", err)
 	}
-	if err := release("ord_a"); !errors.Is(err, ledger.ErrHoldClosed) {
+	if err := release("ord_a"); !errors.Is(err, ledgerstore.ErrHoldClosed) {
 		t.Fatalf("release of a captured hold: %v", err)
 	}
-	if err := release("nope"); !errors.Is(err, ledger.ErrHoldNotFound) {
+	if err := release("nope"); !errors.Is(err, ledgerstore.ErrHoldNotFound) {
 		t.Fatalf("release of an unknown hold: %v", err)
 	}
 	if s := e.summary(t, acc); s.AvailableSun != 8_000_000 || s.ReservedSun != 0 {
@@ -291,7 +291,7 @@ func TestHoldLifecycle(t *testing.T) {
 }
 
 func TestFirstCreditActivatesAccount(t *testing.T) {
-	e := newEnv(t, ledger.Options{})
+	e := newEnv(t, ledgerstore.Options{})
 	acc := e.account(t)
 	if res := e.adjust(t, acc, 1_000_000, "a1"); !res.Applied || !res.Activated {
 		t.Fatalf("first credit %+v", res)
@@ -313,7 +313,7 @@ func TestFirstCreditActivatesAccount(t *testing.T) {
 
 func TestBalanceLowOncePerCrossing(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, ledger.Options{LowThresholdSun: 10_000_000, Prices: ledger.FixedOrderPrice(2_000_000)})
+	e := newEnv(t, ledgerstore.Options{LowThresholdSun: 10_000_000, Prices: ledgerstore.FixedOrderPrice(2_000_000)})
 	acc := e.account(t)
 	e.adjust(t, acc, 15_000_000, "seed")
 	hold := func(ref string, sun int64) {
@@ -363,7 +363,7 @@ func TestBalanceLowOncePerCrossing(t *testing.T) {
 
 func TestInvariantsDetectTampering(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, ledger.Options{})
+	e := newEnv(t, ledgerstore.Options{})
 	acc := e.account(t)
 	e.adjust(t, acc, 5_000_000, "seed")
 	if err := e.tx(t, func(tx pgx.Tx) error { return e.l.PlaceHold(ctx, tx, acc, "ord_x", 1_000_000) }); err != nil {
@@ -372,7 +372,7 @@ func TestInvariantsDetectTampering(t *testing.T) {
 	if _, err := e.db.Pool.Exec(ctx, `UPDATE ledger_accounts SET balance_sun = balance_sun + 1, reserved_sun = 0 WHERE account_id = $1`, acc); err != nil {
 		t.Fatal(err)
 	}
-	v, err := ledger.CheckPool(ctx, e.db.Pool, ledger.CheckOptions{Now: time.Now().Add(2 * time.Hour)})
+	v, err := ledgerstore.CheckPool(ctx, e.db.Pool, ledgerstore.CheckOptions{Now: time.Now().Add(2 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestInvariantsDetectTampering(t *testing.T) {
 // A capture the account's reservation does not cover is refused and undone: the hold is
 // still placed, no posting was written, and the caller's transaction goes on.
 func TestCaptureNotCoveredLeavesTheTransactionAsItWas(t *testing.T) {
-	e := newEnv(t, ledger.Options{})
+	e := newEnv(t, ledgerstore.Options{})
 	ctx := context.Background()
 	acc := e.account(t)
 	e.adjust(t, acc, 20_000_000, "seed")

@@ -1,4 +1,4 @@
-package ledger
+package ledgerstore
 
 // Support operations behind infra/cmd/admin. Each runs in one transaction together with its
 // audit_log row (actor "support:<who>"), so an operation and its record of who did it and
@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"rental/infra/accounts"
-	dom "rental/processors/ledger"
+	"rental/schemas/ledger"
 )
 
 // ErrNotHeld is returned when crediting a deposit that is not held.
@@ -74,7 +74,7 @@ func (l *Ledger) CreditHeld(ctx context.Context, depositID, actor, reason string
 		if err != nil {
 			return err
 		}
-		if !dom.Held(status) {
+		if !ledger.Held(status) {
 			return fmt.Errorf("%w: %s is %s", ErrNotHeld, depositID, status)
 		}
 		d.Amount, _ = new(big.Int).SetString(amount, 10)
@@ -103,7 +103,7 @@ func (l *Ledger) Adjust(ctx context.Context, accountID string, amountSun int64, 
 	var res CreditResult
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		var err error
-		res, err = l.Credit(ctx, tx, Credit{AccountID: accountID, Kind: dom.KindAdjustment, Ref: ref, AmountSun: amountSun,
+		res, err = l.Credit(ctx, tx, Credit{AccountID: accountID, Kind: ledger.KindAdjustment, Ref: ref, AmountSun: amountSun,
 			ReferenceID: ref, Details: map[string]any{"by": actor, "reason": reason}})
 		if err != nil || !res.Applied {
 			return err

@@ -21,7 +21,7 @@
 // and is sent when that one is delivered or dead; a dead event does not hold the order's
 // later events back for more than its schedule. Events of other topics are not ordered by
 // the spec and never wait for each other.
-package webhooks
+package webhookdelivery
 
 import (
 	"context"

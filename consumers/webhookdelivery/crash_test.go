@@ -1,4 +1,4 @@
-package webhooks_test
+package webhookdelivery_test
 
 import (
 	"encoding/hex"
