@@ -23,10 +23,13 @@ test:
 bench:
 	bash infra/bench/run.sh
 
-## lint: formatting and vet.
+## lint: formatting, vet, leftover merge markers, and the house rules of docs/architecture.md
+## (import directions, SQL only in infra/, one writer per table, lean binaries).
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	@if git grep -nE '^(<<<<<<<|>>>>>>>) ' -- . ':!*.sum'; then echo "merge markers left"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) test -count=1 ./infra/layout/
 
 build:
 	$(GO) build -o bin/ ./edge/cmd/... ./chainwatch/cmd/... ./infra/cmd/... ./processors/cmd/... ./consumers/cmd/...
