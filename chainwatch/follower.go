@@ -36,6 +36,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"rental/infra/chainstore"
 	"rental/infra/tron"
 	"rental/schemas/events"
 	"rental/schemas/network"
@@ -45,6 +46,11 @@ import (
 // stored window: the fork is deeper than Options.Window. chainwatch does not advance
 // until an operator decides (raise the window, or reset the cursor and chain_blocks).
 var ErrForkTooDeep = errors.New("chainwatch: fork deeper than the block window")
+
+// OutboxWriter writes one record to the transactional outbox inside the caller's
+// transaction (infra/outbox.InsertRecord). chainwatch never talks to Kafka: the relay
+// publishes what committed.
+type OutboxWriter = chainstore.OutboxWriter
 
 // Options configure a Follower. Pool, Source and Outbox are required.
 type Options struct {
@@ -82,12 +88,12 @@ type Options struct {
 // Follower is the chain follower stage.
 type Follower struct {
 	o   Options
-	st  *store
+	st  *chainstore.Store
 	ex  *extractor
 	m   *metrics
 	log *slog.Logger
 
-	cur    cursor
+	cur    chainstore.Cursor
 	loaded bool
 }
 
@@ -125,7 +131,7 @@ func New(o Options) (*Follower, error) {
 	}
 	return &Follower{
 		o:   o,
-		st:  &store{pool: o.Pool, outbox: o.Outbox, window: int64(o.Window)},
+		st:  chainstore.New(o.Pool, o.Outbox, o.Window),
 		ex:  &extractor{network: o.Network, tokens: tokens, log: log},
 		m:   newMetrics(o.Registerer),
 		log: log,
@@ -156,7 +162,7 @@ func (f *Follower) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if errors.Is(err, errCursorMoved) {
+			if errors.Is(err, chainstore.ErrCursorMoved) {
 				// Another replica committed first; reload its cursor at the next poll.
 				f.log.Debug("cursor advanced by another instance", "err", err)
 				break
@@ -192,12 +198,12 @@ func (f *Follower) poll(ctx context.Context) (caughtUp bool, err error) {
 	}
 	target := head - int64(f.o.Confirmations)
 	if !f.loaded {
-		c, err := f.st.load(ctx, func(context.Context) (cursor, error) {
+		c, err := f.st.Load(ctx, func(context.Context) (chainstore.Cursor, error) {
 			start := f.o.Start
 			if start < 0 {
 				start = max(target, 0)
 			}
-			return cursor{Num: start - 1}, nil
+			return chainstore.Cursor{Num: start - 1}, nil
 		})
 		if err != nil {
 			return false, fmt.Errorf("load cursor: %w", err)
@@ -210,7 +216,7 @@ func (f *Follower) poll(ctx context.Context) (caughtUp bool, err error) {
 	if target <= f.cur.Num {
 		// Nothing new. A fork that replaced blocks without lengthening the chain is seen
 		// with the next block (its parent no longer matches the cursor).
-		return true, f.st.touch(ctx)
+		return true, f.st.Touch(ctx)
 	}
 
 	n := int(min(target-f.cur.Num, int64(f.o.BatchBlocks)))
@@ -219,7 +225,7 @@ func (f *Follower) poll(ctx context.Context) (caughtUp bool, err error) {
 		return false, fmt.Errorf("blocks from %d: %w", f.cur.Num+1, err)
 	}
 	if len(blocks) == 0 { // the node's range API lags its head; try again next poll
-		return true, f.st.touch(ctx)
+		return true, f.st.Touch(ctx)
 	}
 	if f.cur.ID != "" && blocks[0].ParentID != f.cur.ID {
 		return false, f.handleFork(ctx)
@@ -243,7 +249,7 @@ func (f *Follower) poll(ctx context.Context) (caughtUp bool, err error) {
 			ids = append(ids, blocks[i].Txs[j].ID)
 		}
 	}
-	tracked, err := f.st.tracked(ctx, ids)
+	tracked, err := f.st.Tracked(ctx, ids)
 	if err != nil {
 		return false, fmt.Errorf("tracked transactions: %w", err)
 	}
@@ -251,14 +257,14 @@ func (f *Follower) poll(ctx context.Context) (caughtUp bool, err error) {
 	for i := range blocks {
 		facts[i] = f.ex.facts(&blocks[i], infos[i], tracked, f.cur.Epoch)
 	}
-	if _, err := f.st.advance(ctx, f.cur, blocks, facts); err != nil {
-		if errors.Is(err, errCursorMoved) {
+	if _, err := f.st.Advance(ctx, f.cur, headers(blocks), facts); err != nil {
+		if errors.Is(err, chainstore.ErrCursorMoved) {
 			f.loaded = false
 		}
 		return false, fmt.Errorf("commit blocks %d..%d: %w", blocks[0].Num, blocks[len(blocks)-1].Num, err)
 	}
 	last := blocks[len(blocks)-1]
-	f.cur = cursor{Num: last.Num, ID: last.ID, Epoch: f.cur.Epoch}
+	f.cur = chainstore.Cursor{Num: last.Num, ID: last.ID, Epoch: f.cur.Epoch}
 	f.m.blocks.Add(float64(len(blocks)))
 	for _, bf := range facts {
 		for _, fact := range bf {
@@ -323,9 +329,9 @@ func (f *Follower) handleFork(ctx context.Context) error {
 		return err
 	}
 	from := f.cur
-	reverted, err := f.st.rewind(ctx, from, ancestor)
+	reverted, err := f.st.Rewind(ctx, from, ancestor)
 	if err != nil {
-		if errors.Is(err, errCursorMoved) {
+		if errors.Is(err, chainstore.ErrCursorMoved) {
 			f.loaded = false
 		}
 		return fmt.Errorf("rewind to %d: %w", ancestor.Num, err)
@@ -342,23 +348,23 @@ func (f *Follower) handleFork(ctx context.Context) error {
 
 // findAncestor walks the window back from the cursor, 100 blocks per node call, and
 // returns the newest block the node and the window agree on.
-func (f *Follower) findAncestor(ctx context.Context) (cursor, error) {
-	oldest, ok, err := f.st.oldest(ctx)
+func (f *Follower) findAncestor(ctx context.Context) (chainstore.Cursor, error) {
+	oldest, ok, err := f.st.Oldest(ctx)
 	if err != nil {
-		return cursor{}, err
+		return chainstore.Cursor{}, err
 	}
 	if !ok {
-		return cursor{}, fmt.Errorf("%w: the window is empty", ErrForkTooDeep)
+		return chainstore.Cursor{}, fmt.Errorf("%w: the window is empty", ErrForkTooDeep)
 	}
 	for hi := f.cur.Num; hi >= oldest.Num; {
 		lo := max(oldest.Num, hi-int64(tron.MaxBlocksPerRange)+1)
-		stored, err := f.st.windowRange(ctx, lo, hi)
+		stored, err := f.st.WindowRange(ctx, lo, hi)
 		if err != nil {
-			return cursor{}, err
+			return chainstore.Cursor{}, err
 		}
 		node, err := f.o.Source.Blocks(ctx, lo, int(hi-lo+1))
 		if err != nil {
-			return cursor{}, fmt.Errorf("blocks from %d: %w", lo, err)
+			return chainstore.Cursor{}, fmt.Errorf("blocks from %d: %w", lo, err)
 		}
 		onNode := make(map[int64]string, len(node))
 		for _, b := range node {
@@ -366,7 +372,7 @@ func (f *Follower) findAncestor(ctx context.Context) (cursor, error) {
 		}
 		for _, w := range stored { // newest first
 			if onNode[w.Num] == w.ID {
-				return cursor{Num: w.Num, ID: w.ID}, nil
+				return chainstore.Cursor{Num: w.Num, ID: w.ID}, nil
 			}
 		}
 		hi = lo - 1
@@ -375,10 +381,19 @@ func (f *Follower) findAncestor(ctx context.Context) (cursor, error) {
 	// oldest one, which the window records.
 	node, err := f.o.Source.Blocks(ctx, oldest.Num, 1)
 	if err != nil {
-		return cursor{}, err
+		return chainstore.Cursor{}, err
 	}
 	if len(node) == 1 && node[0].ParentID == oldest.ParentID && oldest.ParentID != "" {
-		return cursor{Num: oldest.Num - 1, ID: oldest.ParentID}, nil
+		return chainstore.Cursor{Num: oldest.Num - 1, ID: oldest.ParentID}, nil
 	}
-	return cursor{}, fmt.Errorf("%w: no block in %d..%d matches the node", ErrForkTooDeep, oldest.Num, f.cur.Num)
+	return chainstore.Cursor{}, fmt.Errorf("%w: no block in %d..%d matches the node", ErrForkTooDeep, oldest.Num, f.cur.Num)
+}
+
+// headers is what the window keeps of blocks.
+func headers(blocks []Block) []chainstore.Header {
+	hs := make([]chainstore.Header, len(blocks))
+	for i, b := range blocks {
+		hs[i] = chainstore.Header{Num: b.Num, ID: b.ID, ParentID: b.ParentID, Time: b.Time}
+	}
+	return hs
 }

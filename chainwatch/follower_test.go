@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"rental/infra/chainstore"
 	"rental/infra/outbox"
 	"rental/infra/testenv"
 	"rental/infra/tron"
@@ -128,7 +129,7 @@ func TestFollowEmitsEachTransferAndTrackedResultOnce(t *testing.T) {
 	c.trc20(alice, usdt, true, transferLog(usdt, alice, carol, big.NewInt(9))) // reverted call: no fact
 	c.mine(2)
 	// A tracked transaction with a non-success result (tracked before it lands).
-	if err := Track(ctx, db.Pool, usdtID); err != nil {
+	if err := chainstore.Track(ctx, db.Pool, usdtID); err != nil {
 		t.Fatal(err)
 	}
 
@@ -243,7 +244,7 @@ func TestForkRevertsOrphanedFactsAndReemitsOnNewBranch(t *testing.T) {
 	// Facts after the rewind carry its epoch: a block that came back unchanged would be
 	// announced under new ids, which consumers do not mistake for a re-read.
 	var epoch int64
-	if err := db.Pool.QueryRow(context.Background(), `SELECT epoch FROM chain_cursor WHERE name = $1`, CursorName).Scan(&epoch); err != nil || epoch != 1 {
+	if err := db.Pool.QueryRow(context.Background(), `SELECT epoch FROM chain_cursor WHERE name = $1`, chainstore.CursorName).Scan(&epoch); err != nil || epoch != 1 {
 		t.Errorf("cursor epoch %d (%v) after one fork, want 1", epoch, err)
 	}
 	if want := events.FactIDAt(events.FactTRXTransfer, a, -1, c.blocks[9].ID, 1); got[2].FactID != want {
@@ -325,7 +326,7 @@ func TestTwoInstancesNeverDuplicate(t *testing.T) {
 	for i := range 20 {
 		c.trx(alice, bob, int64(i+1))
 		for _, f := range []*Follower{f1, f2, f2, f1} {
-			if _, err := f.poll(ctx); err != nil && !errors.Is(err, errCursorMoved) {
+			if _, err := f.poll(ctx); err != nil && !errors.Is(err, chainstore.ErrCursorMoved) {
 				t.Fatal(err)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"rental/infra/chainstore"
 	"rental/infra/testenv"
 	"rental/schemas/events"
 )
@@ -99,7 +100,7 @@ func TestEmittedFactsValidateAgainstSchema(t *testing.T) {
 	trxID := c.trx(alice, bob, 5)
 	huge, _ := new(big.Int).SetString("340282366920938463463374607431768211456", 10)
 	c.trc20(alice, usdt, false, transferLog(usdt, alice, bob, huge))
-	if err := Track(t.Context(), db.Pool, trxID); err != nil {
+	if err := chainstore.Track(t.Context(), db.Pool, trxID); err != nil {
 		t.Fatal(err)
 	}
 	f := newTestFollower(t, db.Pool, c, ob, nil)

@@ -185,14 +185,12 @@ func (c *Consumer) transfer(ctx context.Context, f events.ChainFact) error {
 		return err // not a deposit address: nothing to do
 	}
 	// Already applied (a re-read)? Then skip the confirmation wait too.
-	var status, factID string
-	err = c.o.Pool.QueryRow(ctx, `SELECT status, fact_id FROM deposits WHERE tx_hash = $1 AND log_index = $2`, f.TxID, logIndex(f)).
-		Scan(&status, &factID)
-	if err == nil && (factID == f.FactID || (status != ledger.StatusReverted && status != ledger.StatusOrphaned)) {
-		return nil
-	}
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	status, factID, found, err := deposits.Recorded(ctx, c.o.Pool, f.TxID, logIndex(f))
+	if err != nil {
 		return err
+	}
+	if found && (factID == f.FactID || (status != ledger.StatusReverted && status != ledger.StatusOrphaned)) {
+		return nil
 	}
 	onChain, err := c.confirmed(ctx, f)
 	if err != nil {
@@ -250,26 +248,14 @@ func (c *Consumer) apply(ctx context.Context, tx pgx.Tx, f events.ChainFact, inf
 	}
 	// Insert, or take up a row whose earlier inclusion was reverted or orphaned. No row back
 	// means a concurrent or earlier handler applied this transfer already.
-	var id string
-	err := tx.QueryRow(ctx, `INSERT INTO deposits (id, tx_hash, log_index, fact_id, block_num, block_id, block_time,
-			account_id, address, sender, asset, amount, status)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending')
-		ON CONFLICT (tx_hash, log_index) DO UPDATE SET fact_id = EXCLUDED.fact_id, block_num = EXCLUDED.block_num,
-			block_id = EXCLUDED.block_id, block_time = EXCLUDED.block_time, status = 'pending', credited_sun = NULL,
-			rate_sun = NULL, rate_source = NULL, spread_bps = NULL, posting_ref = NULL, credited_at = NULL, updated_at = now()
-		WHERE deposits.status IN ('reverted', 'orphaned') AND deposits.fact_id <> EXCLUDED.fact_id
-		RETURNING id`,
-		events.NewID("dep"), f.TxID, logIndex(f), f.FactID, f.BlockNum, f.BlockID, time.Time(f.BlockTime).UTC(),
-		info.AccountID, f.To, f.From, asset, amount.String()).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
+	id, recorded, err := deposits.Record(ctx, tx, deposits.Transfer{TxHash: f.TxID, LogIndex: logIndex(f), FactID: f.FactID,
+		BlockNum: f.BlockNum, BlockID: f.BlockID, BlockTime: time.Time(f.BlockTime), AccountID: info.AccountID,
+		Address: f.To, Sender: f.From, Asset: asset, Amount: amount.String()})
+	if err != nil || !recorded {
 		return err
 	}
 	if !onChain {
-		_, err := tx.Exec(ctx, `UPDATE deposits SET status = 'orphaned', updated_at = now() WHERE id = $1`, id)
-		return err
+		return deposits.SetStatus(ctx, tx, id, ledger.StatusOrphaned)
 	}
 
 	var status string
@@ -289,7 +275,7 @@ func (c *Consumer) apply(ctx context.Context, tx pgx.Tx, f events.ChainFact, inf
 		status = ledger.ClassifyUSDT(amount, c.limits, haveRate)
 	}
 	if status != ledger.StatusCredited {
-		_, err := tx.Exec(ctx, `UPDATE deposits SET status = $2, updated_at = now() WHERE id = $1`, id, status)
+		err := deposits.SetStatus(ctx, tx, id, status)
 		if err == nil {
 			c.log.Info("deposit held", "deposit", id, "account", info.AccountID, "asset", asset, "amount", amount.String(), "status", status)
 		}
@@ -304,15 +290,13 @@ func (c *Consumer) apply(ctx context.Context, tx pgx.Tx, f events.ChainFact, inf
 // revert undoes what the cancelled fact did.
 func (c *Consumer) revert(ctx context.Context, f events.ChainFact) error {
 	return pgx.BeginFunc(ctx, c.o.Pool, func(tx pgx.Tx) error {
-		var id, account, status string
-		var credited *int64
-		err := tx.QueryRow(ctx, `SELECT id, account_id, status, credited_sun FROM deposits WHERE fact_id = $1 FOR UPDATE`, f.Reverts).
-			Scan(&id, &account, &status, &credited)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // not a deposit, or the transfer was taken up by a later inclusion already
+		d, found, err := deposits.LockByFact(ctx, tx, f.Reverts)
+		if err != nil || !found {
+			return err // not found: not a deposit, or the transfer was taken up by a later inclusion already
 		}
-		if err != nil || status == ledger.StatusReverted {
-			return err
+		id, account, status, credited := d.ID, d.AccountID, d.Status, d.CreditedSun
+		if status == ledger.StatusReverted {
+			return nil
 		}
 		if status == ledger.StatusCredited && credited != nil {
 			if err := c.o.Ledger.ReverseDeposit(ctx, tx, account, f.Reverts, *credited, map[string]any{
@@ -322,8 +306,7 @@ func (c *Consumer) revert(ctx context.Context, f events.ChainFact) error {
 			}
 			c.log.Warn("credited deposit reverted by a fork", "deposit", id, "account", account, "sun", *credited)
 		}
-		_, err = tx.Exec(ctx, `UPDATE deposits SET status = 'reverted', updated_at = now() WHERE id = $1`, id)
-		return err
+		return deposits.SetStatus(ctx, tx, id, ledger.StatusReverted)
 	})
 }
 

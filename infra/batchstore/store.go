@@ -227,6 +227,15 @@ func ClaimDue(ctx context.Context, tx pgx.Tx, now time.Time) (Claimed, bool, err
 	return c, err == nil, err
 }
 
+// PlacedOrder returns the id of the receiver's order when a placement found it placed
+// before: the batch's order with the receiver's client_order_id on the account.
+func PlacedOrder(ctx context.Context, q Querier, c Claimed) (string, error) {
+	var id string
+	err := q.QueryRow(ctx, `SELECT id FROM orders WHERE account_id = $1 AND client_order_id = $2 AND batch_id = $3`,
+		c.AccountID, c.ClientOrderID(), c.BatchID).Scan(&id)
+	return id, err
+}
+
 // MarkPlaced records the receiver's order. The receiver must be pending and locked by tx.
 func MarkPlaced(ctx context.Context, tx pgx.Tx, batchID string, idx int, orderID string, now time.Time) error {
 	tag, err := tx.Exec(ctx, `UPDATE batch_receivers SET state = 'placed', order_id = $3, due_at = NULL,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"rental/infra/deposits"
 	"rental/schemas/ledger"
 )
 
@@ -58,23 +59,20 @@ func (l *Ledger) CreditDeposit(ctx context.Context, tx pgx.Tx, d DepositCredit) 
 	}
 	if sun <= 0 {
 		// A USDT dust amount worth less than one SUN: nothing to credit.
-		_, err := tx.Exec(ctx, `UPDATE deposits SET status = 'residual', updated_at = now() WHERE id = $1`, d.ID)
-		return err
+		return deposits.SetStatus(ctx, tx, d.ID, ledger.StatusResidual)
 	}
 	details := map[string]any{"deposit_id": d.ID, "tx_hash": d.TxHash, "asset": d.Asset, "amount": d.Amount.String(), "by": d.Actor}
 	for k, v := range d.Details {
 		details[k] = v
 	}
-	var announced bool
-	if err := tx.QueryRow(ctx, `SELECT announced FROM deposits WHERE id = $1`, d.ID).Scan(&announced); err != nil {
+	announced, err := deposits.Announced(ctx, tx, d.ID)
+	if err != nil {
 		return err
 	}
 	if _, err := l.Credit(ctx, tx, Credit{AccountID: d.AccountID, Kind: ledger.KindDeposit, Ref: d.FactID, AmountSun: sun,
 		ReferenceID: d.ID, Deposit: info, Details: details, Quiet: announced}); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, `UPDATE deposits SET status = 'credited', credited_sun = $2, rate_sun = $3, rate_source = $4,
-		spread_bps = $5, posting_ref = $6, credited_at = now(), credited_by = $7, announced = true, updated_at = now() WHERE id = $1`,
-		d.ID, sun, rateAfter, source, spread, "deposit:"+d.FactID, d.Actor)
-	return err
+	return deposits.MarkCredited(ctx, tx, deposits.Credited{ID: d.ID, Sun: sun, RateSun: rateAfter, RateSource: source,
+		SpreadBps: spread, PostingRef: "deposit:" + d.FactID, By: d.Actor})
 }

@@ -483,11 +483,9 @@ func (l *Ledger) Credit(ctx context.Context, tx pgx.Tx, c Credit) (CreditResult,
 			return err
 		}
 		res.BalanceSun = r.balance
-		tag, err := tx.Exec(ctx, `UPDATE accounts SET status = 'active', updated_at = now() WHERE id = $1 AND status = 'unfunded'`, c.AccountID)
-		if err != nil {
+		if res.Activated, err = accounts.Activate(ctx, tx, c.AccountID); err != nil {
 			return err
 		}
-		res.Activated = tag.RowsAffected() == 1
 		if !c.Quiet {
 			if err := l.emitCredited(ctx, tx, c, r.balance); err != nil {
 				return err

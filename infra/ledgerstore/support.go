@@ -127,11 +127,7 @@ const (
 func (l *Ledger) SetAccountStatus(ctx context.Context, accountID, op, actor, reason string) (string, error) {
 	var to string
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		var from string
-		err := tx.QueryRow(ctx, `SELECT status FROM accounts WHERE id = $1 FOR UPDATE`, accountID).Scan(&from)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return accounts.ErrNotFound
-		}
+		from, err := accounts.LockStatus(ctx, tx, accountID)
 		if err != nil {
 			return err
 		}
@@ -168,7 +164,7 @@ func (l *Ledger) SetAccountStatus(ctx context.Context, accountID, op, actor, rea
 		default:
 			return fmt.Errorf("ledger: unknown status operation %q", op)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE accounts SET status = $2, updated_at = now() WHERE id = $1`, accountID, to); err != nil {
+		if err := accounts.ChangeStatus(ctx, tx, accountID, to); err != nil {
 			return err
 		}
 		return accounts.WriteAudit(ctx, tx, accountID, actor, "account."+op, map[string]any{"from": from, "to": to, "reason": reason})

@@ -16,6 +16,7 @@ import (
 	"rental/infra/config"
 	"rental/infra/idempotency"
 	"rental/infra/orderstore"
+	"rental/infra/pricecache"
 	"rental/infra/pricestore"
 	"rental/infra/quotes"
 	"rental/infra/supply"
@@ -65,8 +66,8 @@ func Pricer(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, producer *
 
 // pricingModule is the edge's pricing endpoints and the snapshot source feeding them. The
 // source must run for as long as the edge serves.
-func pricingModule(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, idem *idempotency.Store, log *slog.Logger) (*edge.Pricing, *pricer.RedisSource, error) {
-	src := pricer.NewRedisSource(rdb, pricer.SourceOptions{Network: cfg.Network, Logger: log})
+func pricingModule(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, idem *idempotency.Store, log *slog.Logger) (*edge.Pricing, *pricecache.Source, error) {
+	src := pricecache.NewSource(rdb, pricecache.SourceOptions{Network: cfg.Network, Logger: log})
 	mod, err := edge.NewPricing(edge.PricingOptions{
 		Network:     cfg.Network,
 		Snapshots:   src,

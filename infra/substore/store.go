@@ -128,6 +128,14 @@ func Lock(ctx context.Context, tx pgx.Tx, accountID, id string) (Row, error) {
 	return scan(tx.QueryRow(ctx, `SELECT `+columns+` FROM subscriptions WHERE id = $1 AND account_id = $2 FOR UPDATE`, id, accountID))
 }
 
+// OldestDue is the earliest next_check_at of all subscriptions (nil when none has a
+// check scheduled), read from the index subscriptions_due.
+func OldestDue(ctx context.Context, q Querier) (*time.Time, error) {
+	var oldest *time.Time
+	err := q.QueryRow(ctx, `SELECT min(next_check_at) FROM subscriptions WHERE next_check_at IS NOT NULL`).Scan(&oldest)
+	return oldest, err
+}
+
 // ClaimDue locks one subscription whose check is due, skipping rows another watcher
 // replica holds: each due subscription is looked at by one replica at a time. ok is false
 // when none is due.
@@ -169,6 +177,17 @@ func AddHistory(ctx context.Context, tx pgx.Tx, subID string, h History) error {
 	_, err := tx.Exec(ctx, `INSERT INTO subscription_events (id, subscription_id, kind, energy_delta, amount_sun, order_id, ts)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, events.NewID("sev"), subID, string(h.Kind), h.EnergyDelta, h.AmountSun, h.OrderID, h.At)
 	return err
+}
+
+// LastHistoryKind is the kind of the subscription's newest SubscriptionEvent ("" when it
+// has none).
+func LastHistoryKind(ctx context.Context, q Querier, subID string) (autorefill.HistoryKind, error) {
+	var last string
+	err := q.QueryRow(ctx, `SELECT kind FROM subscription_events WHERE subscription_id = $1 ORDER BY seq DESC LIMIT 1`, subID).Scan(&last)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return autorefill.HistoryKind(last), err
 }
 
 // RecentHistory is the last n SubscriptionEvents, newest first. A refill's txid is its

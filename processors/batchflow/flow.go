@@ -324,9 +324,7 @@ func (f *Flow) place(ctx context.Context, tx pgx.Tx, c batchstore.Claimed) (stri
 		return "", errors.Join(perr, err)
 	}
 	if errors.Is(perr, ErrPlacedBefore) {
-		err := tx.QueryRow(ctx, `SELECT id FROM orders WHERE account_id = $1 AND client_order_id = $2 AND batch_id = $3`,
-			c.AccountID, p.ClientOrderID, c.BatchID).Scan(&id)
-		return id, err
+		return batchstore.PlacedOrder(ctx, tx, c)
 	}
 	return "", perr
 }

@@ -2,8 +2,9 @@
 // operator's change is live from the next cycle, without a deploy), collects supply (own pool,
 // market providers, deep reserve), builds a pricing.Snapshot and publishes it
 //
-//   - to Redis (SET of the latest record plus PUBLISH of the same bytes), which the edge's
-//     RedisSource keeps in memory so that requests never wait on Redis or Postgres; and
+//   - to Redis (SET of the latest record plus PUBLISH of the same bytes, infra/pricecache),
+//     which the edge's pricecache.Source keeps in memory so that requests never wait on
+//     Redis or Postgres; and
 //   - to the compacted Kafka topic topics.MarketData (key "snapshot"), the market-data product
 //     for data teams.
 //
@@ -28,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"rental/infra/metrics"
+	"rental/infra/pricecache"
 	"rental/infra/supply"
 	"rental/schemas/events"
 	"rental/schemas/network"
@@ -57,9 +59,10 @@ type Options struct {
 	Delivered DeliveredFunc
 	// Producer publishes to topics.MarketData; nil skips Kafka.
 	Producer *kgo.Client
-	// Redis receives the latest record under RedisKey and on RedisChannel; nil skips Redis.
+	// Redis receives the latest record under RedisKey and on RedisChannel (infra/pricecache);
+	// nil skips Redis.
 	Redis *redis.Client
-	// RedisKey defaults to DefaultRedisKey(Network), RedisChannel to RedisKey + ":updates".
+	// RedisKey defaults to pricecache.DefaultKey(Network), RedisChannel to RedisKey + ":updates".
 	RedisKey     string
 	RedisChannel string
 	// Every is the cycle period (default 3 s). Keep it well under the model's ValidFor.
@@ -70,12 +73,10 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
-// DefaultRedisKey is where the latest record of a network is kept.
-func DefaultRedisKey(n network.Network) string { return "pricing:snapshot:" + string(n) }
-
 // Pricer is the stage.
 type Pricer struct {
-	o Options
+	o     Options
+	cache *pricecache.Writer // nil without Redis
 
 	mu        sync.Mutex
 	lastModel *pricing.Model
@@ -98,12 +99,6 @@ func New(o Options) (*Pricer, error) {
 	if o.Every <= 0 {
 		o.Every = 3 * time.Second
 	}
-	if o.RedisKey == "" {
-		o.RedisKey = DefaultRedisKey(o.Network)
-	}
-	if o.RedisChannel == "" {
-		o.RedisChannel = o.RedisKey + ":updates"
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -111,6 +106,9 @@ func New(o Options) (*Pricer, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Pricer{o: o}
+	if o.Redis != nil {
+		p.cache = pricecache.NewWriter(o.Redis, o.Network, o.RedisKey, o.RedisChannel)
+	}
 	p.cycleSeconds = metrics.Register(o.Registerer, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "pricer_cycle_duration_seconds", Help: "Duration of one pricing cycle (load, collect, build, publish).",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
@@ -222,15 +220,8 @@ func (p *Pricer) publish(ctx context.Context, snap pricing.Snapshot) error {
 		return fmt.Errorf("pricer: encode snapshot: %w", err)
 	}
 	var errs []error
-	if p.o.Redis != nil {
-		// The key outlives a dead pricer only briefly; readers also refuse a snapshot past
-		// its valid_until.
-		_, err := p.o.Redis.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-			pipe.Set(ctx, p.o.RedisKey, body, time.Hour)
-			pipe.Publish(ctx, p.o.RedisChannel, body)
-			return nil
-		})
-		if err != nil {
+	if p.cache != nil {
+		if err := p.cache.Put(ctx, body); err != nil {
 			p.failures.WithLabelValues("redis").Inc()
 			errs = append(errs, fmt.Errorf("pricer: redis: %w", err))
 		}

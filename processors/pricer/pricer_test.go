@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"rental/infra/kafka"
+	"rental/infra/pricecache"
 	"rental/infra/pricestore"
 	"rental/infra/supply"
 	"rental/infra/testenv"
@@ -40,7 +41,7 @@ type stack struct {
 	sim      *tronsim.Sim
 	provider *supply.ProviderServer
 	pricer   *pricer.Pricer
-	source   *pricer.RedisSource
+	source   *pricecache.Source
 	brokers  []string
 	clock    *clock
 	reg      *prometheus.Registry
@@ -99,7 +100,7 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := pricer.NewRedisSource(rdb, pricer.SourceOptions{Network: network.Mainnet, RedisKey: prefix + "pricing", PollEvery: time.Hour, Now: clk.Now})
+	src := pricecache.NewSource(rdb, pricecache.SourceOptions{Network: network.Mainnet, Key: prefix + "pricing", PollEvery: time.Hour, Now: clk.Now})
 	return &stack{store: store, sim: sim, provider: prov, pricer: p, source: src, brokers: brokers, clock: clk, reg: reg}
 }
 

@@ -148,8 +148,8 @@ func New(o Options) (*Watcher, error) {
 
 // measureLag sets the lag gauge from the oldest due check (the index subscriptions_due).
 func (w *Watcher) measureLag(ctx context.Context) {
-	var oldest *time.Time
-	if err := w.o.Pool.QueryRow(ctx, `SELECT min(next_check_at) FROM subscriptions WHERE next_check_at IS NOT NULL`).Scan(&oldest); err != nil {
+	oldest, err := substore.OldestDue(ctx, w.o.Pool)
+	if err != nil {
 		return
 	}
 	lag := 0.0
@@ -499,12 +499,11 @@ func (c *check) refused(ctx context.Context, e *apierr.Error) error {
 	if c.s.Kind != autorefill.Plan {
 		return nil
 	}
-	var last string
-	err := c.tx.QueryRow(ctx, `SELECT kind FROM subscription_events WHERE subscription_id = $1 ORDER BY seq DESC LIMIT 1`, c.s.ID).Scan(&last)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	last, err := substore.LastHistoryKind(ctx, c.tx, c.s.ID)
+	if err != nil {
 		return err
 	}
-	if last == string(autorefill.HistTopUpFailed) {
+	if last == autorefill.HistTopUpFailed {
 		return nil
 	}
 	return substore.AddHistory(ctx, c.tx, c.s.ID, substore.History{Kind: autorefill.HistTopUpFailed, At: c.now})

@@ -1,4 +1,4 @@
-package pricer
+package pricecache
 
 import (
 	"bytes"
@@ -17,11 +17,11 @@ import (
 	"rental/schemas/pricing"
 )
 
-// RedisSource is the edge's pricing.SnapshotSource: it keeps the latest snapshot in memory,
-// updated from the pricer's Redis PUBLISH at once and from a GET of the key every PollEvery
+// Source is the edge's pricing.SnapshotSource: it keeps the latest snapshot in memory,
+// updated from the Writer's PUBLISH at once and from a GET of the key every PollEvery
 // as a fallback (a missed message, a restart of Redis or of the edge). Current is an atomic
 // load: requests never touch Redis or Postgres.
-type RedisSource struct {
+type Source struct {
 	client  *redis.Client
 	key     string
 	channel string
@@ -37,24 +37,19 @@ type RedisSource struct {
 	ready   chan struct{} // closed once Run has subscribed and read the key
 }
 
-// SourceOptions configure a RedisSource; zero values take the pricer's defaults.
+// SourceOptions configure a Source; zero values take the Writer's defaults.
 type SourceOptions struct {
-	Network      network.Network
-	RedisKey     string        // default DefaultRedisKey(Network)
-	RedisChannel string        // default RedisKey + ":updates"
-	PollEvery    time.Duration // default 1 s
-	Now          func() time.Time
-	Logger       *slog.Logger
+	Network   network.Network
+	Key       string        // default DefaultKey(Network)
+	Channel   string        // default Key + ":updates"
+	PollEvery time.Duration // default 1 s
+	Now       func() time.Time
+	Logger    *slog.Logger
 }
 
-// NewRedisSource returns a source; call Run to fill it.
-func NewRedisSource(client *redis.Client, o SourceOptions) *RedisSource {
-	if o.RedisKey == "" {
-		o.RedisKey = DefaultRedisKey(o.Network)
-	}
-	if o.RedisChannel == "" {
-		o.RedisChannel = o.RedisKey + ":updates"
-	}
+// NewSource returns a source; call Run to fill it.
+func NewSource(client *redis.Client, o SourceOptions) *Source {
+	o.Key, o.Channel = names(o.Network, o.Key, o.Channel)
 	if o.PollEvery <= 0 {
 		o.PollEvery = time.Second
 	}
@@ -64,14 +59,14 @@ func NewRedisSource(client *redis.Client, o SourceOptions) *RedisSource {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &RedisSource{client: client, key: o.RedisKey, channel: o.RedisChannel, every: o.PollEvery, now: o.Now, log: o.Logger,
+	return &Source{client: client, key: o.Key, channel: o.Channel, every: o.PollEvery, now: o.Now, log: o.Logger,
 		ready: make(chan struct{})}
 }
 
 // Current returns the latest snapshot. ok is false before the first one arrived and once the
 // held one is past its valid_until (the spec forbids serving it beyond that): the pricer or
 // Redis is then down for longer than the validity window and the caller answers 5xx.
-func (s *RedisSource) Current() (pricing.Snapshot, bool) {
+func (s *Source) Current() (pricing.Snapshot, bool) {
 	p := s.cur.Load()
 	if p == nil || s.now().After(p.ValidUntil) {
 		return pricing.Snapshot{}, false
@@ -81,7 +76,7 @@ func (s *RedisSource) Current() (pricing.Snapshot, bool) {
 
 // Refresh reads the key once. Run calls it; tests and start-up code may call it to wait for a
 // first snapshot deterministically.
-func (s *RedisSource) Refresh(ctx context.Context) error {
+func (s *Source) Refresh(ctx context.Context) error {
 	b, err := s.client.Get(ctx, s.key).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil
@@ -94,7 +89,7 @@ func (s *RedisSource) Refresh(ctx context.Context) error {
 
 // accept installs a payload if it is newer than the snapshot held (messages and polls can
 // arrive out of order).
-func (s *RedisSource) accept(b []byte) error {
+func (s *Source) accept(b []byte) error {
 	if last := s.last.Load(); last != nil && bytes.Equal(*last, b) {
 		return nil
 	}
@@ -127,7 +122,7 @@ func (s *RedisSource) accept(b []byte) error {
 // Wait blocks until the source holds a snapshot computed after the given instant (zero time:
 // any snapshot) and returns it. The edge can use it at start to serve prices only once it has
 // some; tests use it instead of polling.
-func (s *RedisSource) Wait(ctx context.Context, after time.Time) (pricing.Snapshot, error) {
+func (s *Source) Wait(ctx context.Context, after time.Time) (pricing.Snapshot, error) {
 	for {
 		s.mu.Lock()
 		if s.changed == nil {
@@ -147,10 +142,10 @@ func (s *RedisSource) Wait(ctx context.Context, after time.Time) (pricing.Snapsh
 }
 
 // Ready is closed once Run has subscribed and made its first read.
-func (s *RedisSource) Ready() <-chan struct{} { return s.ready }
+func (s *Source) Ready() <-chan struct{} { return s.ready }
 
 // Run subscribes and polls until ctx ends; call it once.
-func (s *RedisSource) Run(ctx context.Context) error {
+func (s *Source) Run(ctx context.Context) error {
 	sub := s.client.Subscribe(ctx, s.channel)
 	defer sub.Close()
 	// Wait for the subscription to be confirmed before the first read, so that no snapshot

@@ -1,4 +1,13 @@
-package chainwatch
+// Package chainstore is the store of the chain follower (chainwatch): its cursor (the
+// chain_cursor row CursorName), the window of recent blocks kept for fork detection
+// (chain_blocks, with the facts each block produced in chain_block_facts), and the
+// transaction ids whose on-chain result is reported as tx_result facts (chain_tracked_tx).
+// It is the only writer of those tables.
+//
+// Every write that moves the cursor (Advance, Rewind) locks the cursor row and checks it
+// still holds what the caller last read, so two followers can never both commit facts for
+// one block; a mismatch is ErrCursorMoved and writes nothing.
+package chainstore
 
 import (
 	"context"
@@ -21,8 +30,8 @@ import (
 const CursorName = "chainwatch"
 
 // OutboxWriter writes one record to the transactional outbox inside the caller's
-// transaction; infra/outbox.InsertRecord has this shape. chainwatch never talks to Kafka:
-// the relay publishes what committed.
+// transaction; infra/outbox.InsertRecord has this shape. The follower never talks to
+// Kafka: the relay publishes what committed.
 type OutboxWriter func(ctx context.Context, tx pgx.Tx, topic topics.Topic, key string, value []byte, headers map[string]string) error
 
 // Execer is satisfied by *pgxpool.Pool, *pgx.Conn and pgx.Tx.
@@ -50,9 +59,9 @@ func Track(ctx context.Context, db Execer, txIDs ...string) error {
 	return nil
 }
 
-// cursor is the last block whose facts are committed. ID is empty before the first block
+// Cursor is the last block whose facts are committed. ID is empty before the first block
 // (the follower then accepts any parent for the first block it reads).
-type cursor struct {
+type Cursor struct {
 	Num int64
 	ID  string
 	// Epoch counts the rewinds so far; fact ids include it (events.FactIDAt), so a block
@@ -60,24 +69,46 @@ type cursor struct {
 	Epoch int64
 }
 
-// errCursorMoved means the cursor row no longer holds what this instance last wrote:
-// another instance advanced it (two replicas running) or an operator reset it. Nothing
-// was written; the follower reloads and carries on from the stored cursor.
-var errCursorMoved = errors.New("chainwatch: cursor moved under this instance")
+// ErrCursorMoved means the cursor row no longer holds what the caller last read: another
+// instance advanced it (two replicas running) or an operator reset it. Nothing was
+// written; the follower reloads and carries on from the stored cursor.
+var ErrCursorMoved = errors.New("chainwatch: cursor moved under this instance")
 
-type store struct {
+// Header is what the window keeps of a block.
+type Header struct {
+	Num      int64
+	ID       string
+	ParentID string
+	Time     time.Time
+}
+
+// WindowBlock is one row of the recent-block window.
+type WindowBlock struct {
+	Num      int64
+	ID       string
+	ParentID string
+}
+
+// Store is the follower's store.
+type Store struct {
 	pool   *pgxpool.Pool
 	outbox OutboxWriter
 	window int64
 }
 
-// load returns the stored cursor, creating it at start when absent. Window rows above the
-// cursor can only exist after an operator moved the cursor back to rescan; they are
+// New returns a store that writes facts through outbox and keeps window blocks below the
+// cursor.
+func New(pool *pgxpool.Pool, outbox OutboxWriter, window int) *Store {
+	return &Store{pool: pool, outbox: outbox, window: int64(window)}
+}
+
+// Load returns the stored cursor, creating it from start when absent. Window rows above
+// the cursor can only exist after an operator moved the cursor back to rescan; they are
 // dropped (without reverts: the rescan re-emits the same fact ids, which consumers dedupe).
 // The cursor row is locked meanwhile so a replica committing at the same time is not cut.
-func (s *store) load(ctx context.Context, start func(context.Context) (cursor, error)) (cursor, error) {
+func (s *Store) Load(ctx context.Context, start func(context.Context) (Cursor, error)) (Cursor, error) {
 	for {
-		var c cursor
+		var c Cursor
 		found := true
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			err := tx.QueryRow(ctx, `SELECT block_num, block_hash, epoch FROM chain_cursor WHERE name = $1 FOR UPDATE`, CursorName).Scan(&c.Num, &c.ID, &c.Epoch)
@@ -95,47 +126,47 @@ func (s *store) load(ctx context.Context, start func(context.Context) (cursor, e
 			return c, err
 		}
 		if c, err = start(ctx); err != nil {
-			return cursor{}, err
+			return Cursor{}, err
 		}
 		// Another instance may win this insert; the next round reads its row.
 		if _, err := s.pool.Exec(ctx, `INSERT INTO chain_cursor (name, block_num, block_hash) VALUES ($1, $2, $3)
 			ON CONFLICT (name) DO NOTHING`, CursorName, c.Num, c.ID); err != nil {
-			return cursor{}, err
+			return Cursor{}, err
 		}
 	}
 }
 
-// touch records a successful poll that found nothing new.
-func (s *store) touch(ctx context.Context) error {
+// Touch records a successful poll that found nothing new.
+func (s *Store) Touch(ctx context.Context) error {
 	_, err := s.pool.Exec(ctx, `UPDATE chain_cursor SET updated_at = now() WHERE name = $1`, CursorName)
 	return err
 }
 
 // lock takes the cursor row for the transaction and checks it still holds want. The row
 // lock serialises writers, so two replicas can never both commit facts for one block.
-func lock(ctx context.Context, tx pgx.Tx, want cursor) error {
-	var got cursor
+func lock(ctx context.Context, tx pgx.Tx, want Cursor) error {
+	var got Cursor
 	err := tx.QueryRow(ctx, `SELECT block_num, block_hash, epoch FROM chain_cursor WHERE name = $1 FOR UPDATE`, CursorName).Scan(&got.Num, &got.ID, &got.Epoch)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return errCursorMoved
+		return ErrCursorMoved
 	}
 	if err != nil {
 		return err
 	}
 	if got != want {
-		return fmt.Errorf("%w: stored %d/%s, expected %d/%s", errCursorMoved, got.Num, got.ID, want.Num, want.ID)
+		return fmt.Errorf("%w: stored %d/%s, expected %d/%s", ErrCursorMoved, got.Num, got.ID, want.Num, want.ID)
 	}
 	return nil
 }
 
-func setCursor(ctx context.Context, tx pgx.Tx, c cursor) error {
+func setCursor(ctx context.Context, tx pgx.Tx, c Cursor) error {
 	_, err := tx.Exec(ctx, `UPDATE chain_cursor SET block_num = $2, block_hash = $3, epoch = $4, updated_at = now() WHERE name = $1`,
 		CursorName, c.Num, c.ID, c.Epoch)
 	return err
 }
 
-// tracked returns which of ids are registered in chain_tracked_tx.
-func (s *store) tracked(ctx context.Context, ids []string) (map[string]bool, error) {
+// Tracked returns which of ids are registered in chain_tracked_tx.
+func (s *Store) Tracked(ctx context.Context, ids []string) (map[string]bool, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -154,10 +185,11 @@ func (s *store) tracked(ctx context.Context, ids []string) (map[string]bool, err
 	return m, nil
 }
 
-// advance commits blocks (consecutive, the first one the child of from) with their facts
-// and moves the cursor to the last block, all in one transaction: after a crash either
-// everything of the batch is there (outbox rows included) or nothing is.
-func (s *store) advance(ctx context.Context, from cursor, blocks []Block, facts [][]events.ChainFact) (emitted int, err error) {
+// Advance commits blocks (consecutive, the first one the child of from) with their facts
+// (facts[i] of blocks[i]) and moves the cursor to the last block, all in one transaction:
+// after a crash either everything of the batch is there (outbox rows included) or nothing
+// is. It returns how many facts it wrote.
+func (s *Store) Advance(ctx context.Context, from Cursor, blocks []Header, facts [][]events.ChainFact) (emitted int, err error) {
 	last := blocks[len(blocks)-1]
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		emitted = 0
@@ -196,7 +228,7 @@ func (s *store) advance(ctx context.Context, from cursor, blocks []Block, facts 
 				return fmt.Errorf("insert block facts: %w", err)
 			}
 		}
-		if err := setCursor(ctx, tx, cursor{Num: last.Num, ID: last.ID, Epoch: from.Epoch}); err != nil {
+		if err := setCursor(ctx, tx, Cursor{Num: last.Num, ID: last.ID, Epoch: from.Epoch}); err != nil {
 			return err
 		}
 		// Keep the window; facts of pruned blocks go with them (ON DELETE CASCADE).
@@ -206,26 +238,19 @@ func (s *store) advance(ctx context.Context, from cursor, blocks []Block, facts 
 	return emitted, err
 }
 
-// windowBlock is one row of the recent-block window.
-type windowBlock struct {
-	Num      int64
-	ID       string
-	ParentID string
-}
-
-// windowRange returns the stored blocks numbered [lo, hi], newest first.
-func (s *store) windowRange(ctx context.Context, lo, hi int64) ([]windowBlock, error) {
+// WindowRange returns the stored blocks numbered [lo, hi], newest first.
+func (s *Store) WindowRange(ctx context.Context, lo, hi int64) ([]WindowBlock, error) {
 	rows, err := s.pool.Query(ctx, `SELECT block_num, block_id, parent_id FROM chain_blocks
 		WHERE block_num BETWEEN $1 AND $2 ORDER BY block_num DESC`, lo, hi)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[windowBlock])
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[WindowBlock])
 }
 
-// oldest returns the lowest block of the window (ok false when it is empty).
-func (s *store) oldest(ctx context.Context) (windowBlock, bool, error) {
-	var w windowBlock
+// Oldest returns the lowest block of the window (ok false when it is empty).
+func (s *Store) Oldest(ctx context.Context) (WindowBlock, bool, error) {
+	var w WindowBlock
 	err := s.pool.QueryRow(ctx, `SELECT block_num, block_id, parent_id FROM chain_blocks ORDER BY block_num LIMIT 1`).
 		Scan(&w.Num, &w.ID, &w.ParentID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -234,11 +259,12 @@ func (s *store) oldest(ctx context.Context) (windowBlock, bool, error) {
 	return w, err == nil, err
 }
 
-// rewind moves the cursor back to ancestor after a fork: every fact of the orphaned
+// Rewind moves the cursor back to ancestor after a fork: every fact of the orphaned
 // blocks (above ancestor) is cancelled by a revert fact, newest first, and the orphaned
 // blocks and their facts leave the window, in one transaction. A fact is therefore
-// reverted exactly once, even if chainwatch crashes half-way.
-func (s *store) rewind(ctx context.Context, from, ancestor cursor) (reverted int, err error) {
+// reverted exactly once, even if chainwatch crashes half-way. The stored cursor is
+// ancestor with the epoch after from's; it returns how many facts it reverted.
+func (s *Store) Rewind(ctx context.Context, from, ancestor Cursor) (reverted int, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		reverted = 0
 		if err := lock(ctx, tx, from); err != nil {
