@@ -1,6 +1,9 @@
 // Package orderstore persists orders (migration 00010): the order row, its fills, the signer
-// journal and the intents that wake the processors. Every write that changes what a
-// customer sees happens in a caller's transaction together with its outbox events.
+// journal, the stake pools' allocation locks and the intents that wake the processors. It is
+// the only package that writes these tables, each write a named operation (no caller's
+// SQL); writes that must share a round trip are queued (Writes, the Queue… functions).
+// Every write that changes what a customer sees happens in a caller's transaction together
+// with its outbox events.
 package orderstore
 
 import (
