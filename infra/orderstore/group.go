@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"rental/infra/outbox"
 	"rental/schemas/topics"
 )
 
@@ -92,10 +93,10 @@ func QueueInsertMany(b *pgx.Batch, ns []NewOrder) ([]Row, error) {
 				receiver, activate, unit, energy, activation, total, quote_id, max_price, created, due)`,
 		id, acc, netw, client, batch, sub, resource, amount, tier, duration, receiver, activate, unit, energy, activation,
 		total, quote, maxPrice, created, due)
-	// The outbox rows are those outbox.InsertRecord would write, in the orders' order.
-	b.Queue(`INSERT INTO outbox (topic, key, value, headers)
-		SELECT $1::text, key, value, $4::jsonb FROM unnest($2::text[], $3::bytea[]) WITH ORDINALITY AS u(key, value, i) ORDER BY i`,
-		topics.OrderIntents.Name, id, intents, map[string]string{"kind": string(IntentProcess)})
+	// The intents in the orders' order, in the same round trip.
+	if err := outbox.QueueRecords(b, topics.OrderIntents, id, intents, map[string]string{"kind": string(IntentProcess)}); err != nil {
+		return nil, err
+	}
 	return rows, nil
 }
 

@@ -1,6 +1,9 @@
 // Package orderstore persists orders (migration 00010): the order row, its fills, the signer
-// journal and the intents that wake the processors. Every write that changes what a
-// customer sees happens in a caller's transaction together with its outbox events.
+// journal, the stake pools' allocation locks and the intents that wake the processors. It is
+// the only package that writes these tables, each write a named operation (no caller's
+// SQL); writes that must share a round trip are queued (Writes, the Queue… functions).
+// Every write that changes what a customer sees happens in a caller's transaction together
+// with its outbox events.
 package orderstore
 
 import (
@@ -171,7 +174,16 @@ func QueueInsertLimited(b *pgx.Batch, n NewOrder, maxInFlight int) (*QueuedInser
 	q := &QueuedInsert{Row: Created(n)}
 	created := time.Time(q.Row.CreatedAt)
 	intent, _ := json.Marshal(Intent{OrderID: n.ID, Kind: IntentProcess})
-	// The outbox row is the one outbox.InsertRecord would write, in the same statement.
+	// The intent is written by the same statement, for the order row only if it was.
+	enqueue, intentArgs, err := outbox.RecordPerRow("o", "id", 21, topics.OrderIntents, intent,
+		map[string]string{"kind": string(IntentProcess)})
+	if err != nil {
+		return nil, err
+	}
+	args := []any{n.ID, n.AccountID, string(n.Network), n.ClientOrderID, n.BatchID, n.SubscriptionID, string(n.Resource), n.Amount,
+		n.Tier, n.DurationSeconds, n.Receiver, n.Activate, n.UnitPriceCenti, n.EnergyAmountSun, n.ActivationAmountSun,
+		n.Total(), n.QuoteID, n.MaxPriceSun, created, maxInFlight}
+	args = append(append(args, intentArgs...), *q.Row.NextDueAt)
 	b.Queue(`WITH live AS (
 			SELECT count(*) AS n FROM orders WHERE account_id = $2 AND status IN ('created', 'paid', 'allocating', 'delegated')
 		), o AS (
@@ -185,13 +197,9 @@ func QueueInsertLimited(b *pgx.Batch, n NewOrder, maxInFlight int) (*QueuedInser
 			FROM live WHERE $20::integer <= 0 OR live.n < $20::integer
 			RETURNING id
 		), intent AS (
-			INSERT INTO outbox (topic, key, value, headers) SELECT $21::text, o.id, $22::bytea, $23::jsonb FROM o
+			`+enqueue+`
 		)
-		SELECT count(*) FROM o`,
-		n.ID, n.AccountID, string(n.Network), n.ClientOrderID, n.BatchID, n.SubscriptionID, string(n.Resource), n.Amount,
-		n.Tier, n.DurationSeconds, n.Receiver, n.Activate, n.UnitPriceCenti, n.EnergyAmountSun, n.ActivationAmountSun,
-		n.Total(), n.QuoteID, n.MaxPriceSun, created, maxInFlight,
-		topics.OrderIntents.Name, intent, map[string]string{"kind": string(IntentProcess)}, *q.Row.NextDueAt).
+		SELECT count(*) FROM o`, args...).
 		QueryRow(func(r pgx.Row) error {
 			var inserted int
 			if err := r.Scan(&inserted); err != nil {
@@ -264,16 +272,6 @@ func Get(ctx context.Context, q Querier, accountID, id string) (Row, error) {
 // Lock reads one order FOR UPDATE inside tx: the order's state changes serialise on it.
 func Lock(ctx context.Context, tx pgx.Tx, id string) (Row, error) {
 	row, err := scan(tx.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE id = $1 FOR UPDATE`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Row{}, ErrNotFound
-	}
-	return row, err
-}
-
-// UpdateReturning runs an UPDATE of one order (sql without a RETURNING clause) and returns
-// the order as it is after it, in the same round trip.
-func UpdateReturning(ctx context.Context, tx pgx.Tx, sql string, args ...any) (Row, error) {
-	row, err := scan(tx.QueryRow(ctx, sql+` RETURNING `+columns, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Row{}, ErrNotFound
 	}

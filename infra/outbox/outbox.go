@@ -81,12 +81,58 @@ func insertRecord(ctx context.Context, tx Execer, topic topics.Topic, key string
 	// No NOTIFY: Postgres serialises the commits of every notifying transaction of the
 	// whole server on one lock, which capped order creation at a fraction of the database's
 	// commit rate. The relay polls for pending shards every few milliseconds instead.
-	_, err := tx.Exec(ctx, `INSERT INTO outbox (topic, key, value, headers) VALUES ($1, $2, $3, $4)`,
-		topic.Name, key, value, headers)
+	_, err := tx.Exec(ctx, insertInto+` VALUES ($1, $2, $3, $4)`, topic.Name, key, value, headers)
 	if err != nil {
 		return fmt.Errorf("outbox: insert into %s: %w", topic.Name, err)
 	}
 	return nil
+}
+
+// insertInto is the outbox's row format: every statement that writes outbox rows starts
+// with it, and no other package spells the table's columns.
+const insertInto = `INSERT INTO outbox (topic, key, value, headers)`
+
+// QueueRecords queues in b the insert of internal records of one topic, all with the same
+// headers: one per key, with the value of the same index, written in the order given by
+// one statement. A store queues its intents with the writes they announce this way, so
+// that they share its round trip.
+func QueueRecords(b *pgx.Batch, topic topics.Topic, keys []string, values [][]byte, headers map[string]string) error {
+	if topic.Name == "" {
+		return errors.New("outbox: record without topic")
+	}
+	if len(keys) != len(values) {
+		return fmt.Errorf("outbox: %d keys for %d values", len(keys), len(values))
+	}
+	for _, k := range keys {
+		if k == "" {
+			return fmt.Errorf("outbox: record for %s without key", topic.Name)
+		}
+	}
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	b.Queue(insertInto+`
+		SELECT $1::text, key, value, $4::jsonb FROM unnest($2::text[], $3::bytea[]) WITH ORDINALITY AS u(key, value, i) ORDER BY i`,
+		topic.Name, keys, values, headers)
+	return nil
+}
+
+// RecordPerRow is the insert of one internal record per row of rel, a relation of the
+// caller's statement (a WITH arm that inserted the rows the records announce), keyed by
+// rel's column keyColumn, of topic with value and headers. It is meant as a data-modifying
+// WITH arm of that statement, so that the records exist exactly when the rows do, in the
+// same statement. Its parameters are numbered from firstArg; args are their values, to
+// append to the statement's own in that order.
+func RecordPerRow(rel, keyColumn string, firstArg int, topic topics.Topic, value []byte, headers map[string]string) (sql string, args []any, err error) {
+	if topic.Name == "" {
+		return "", nil, errors.New("outbox: record without topic")
+	}
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	sql = fmt.Sprintf(`%s SELECT $%d::text, %s.%s, $%d::bytea, $%d::jsonb FROM %s`,
+		insertInto, firstArg, rel, keyColumn, firstArg+1, firstArg+2, rel)
+	return sql, []any{topic.Name, value, headers}, nil
 }
 
 func keyOf(topic topics.Topic, env events.Envelope) (string, error) {

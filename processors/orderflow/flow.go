@@ -24,10 +24,8 @@ import (
 	"rental/infra/metrics"
 	"rental/infra/orderstore"
 	"rental/infra/outbox"
-	"rental/infra/pg"
 	"rental/infra/supply"
 	"rental/infra/tron"
-	"rental/schemas/apierr"
 	"rental/schemas/events"
 	"rental/schemas/network"
 	"rental/schemas/orders"
@@ -166,8 +164,7 @@ func New(o Options) (*Flow, error) {
 // takes, so replicas never sell the same stake twice.
 func (f *Flow) RegisterPools(ctx context.Context) error {
 	for _, k := range f.o.Pools {
-		if _, err := f.o.Pool.Exec(ctx, `INSERT INTO stake_pools (address, network) VALUES ($1, $2) ON CONFLICT (address) DO NOTHING`,
-			k.Address().String(), string(f.o.Network)); err != nil {
+		if err := orderstore.RegisterPool(ctx, f.o.Pool, k.Address().String(), f.o.Network); err != nil {
 			return fmt.Errorf("orderflow: register pool: %w", err)
 		}
 	}
@@ -197,8 +194,7 @@ func (f *Flow) Advance(ctx context.Context, orderID string) error {
 
 // reschedule makes the order due again after d; used when a step failed unexpectedly.
 func (f *Flow) reschedule(ctx context.Context, orderID string, d time.Duration) {
-	_, _ = f.o.Pool.Exec(ctx, `UPDATE orders SET next_due_at = $2 WHERE id = $1 AND status NOT IN ('expired', 'reclaimed', 'failed', 'refunded')`,
-		orderID, f.o.Now().Add(d))
+	_ = orderstore.DueAgain(ctx, f.o.Pool, orderID, f.o.Now().Add(d))
 }
 
 // action is work a step decided under the lock and does after commit (a broadcast).
@@ -226,33 +222,20 @@ func (f *Flow) step(ctx context.Context, orderID string) (more bool, err error) 
 
 // inStepTx runs fn in a transaction that holds the order's row lock, with the order, its
 // journal and its fills as read under the lock. BEGIN, the lock and the reads travel in
-// one round trip (pg.BeginWith); fn's error, or a panic, rolls the transaction back.
+// one round trip (orderstore.BeginLocked); fn's error, or a panic, rolls the transaction
+// back.
 func (f *Flow) inStepTx(ctx context.Context, orderID string, fn func(pgx.Tx, orderstore.Row, *loaded) error) error {
 	c, err := f.o.Pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Release()
-	b := &pgx.Batch{}
-	lock := orderstore.QueueLock(b, orderID)
-	pre := &loaded{}
-	b.Queue(journalSQL, orderID).Query(func(rows pgx.Rows) (err error) {
-		pre.journal, err = scanJournal(rows)
-		return err
-	})
-	b.Queue(fillsSQL, orderID).Query(func(rows pgx.Rows) (err error) {
-		pre.fills, err = scanFills(rows)
-		return err
-	})
-	tx, err := pg.BeginWith(ctx, c.Conn(), b)
+	tx, l, err := orderstore.BeginLocked(ctx, c.Conn(), orderID)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-	if lock.Err != nil {
-		return lock.Err
-	}
-	if err := fn(tx, lock.Row, pre); err != nil {
+	if err := fn(tx, l.Row, &loaded{journal: l.Journal, fills: l.Fills}); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)
@@ -262,22 +245,22 @@ func (f *Flow) inStepTx(ctx context.Context, orderID string, fn func(pgx.Tx, ord
 // fills as they were at the lock. A step's first read of each uses them; a read after the
 // step's own writes goes to the database. nil reads everything from the database.
 type loaded struct {
-	journal []journalRow
-	fills   []fill
+	journal []orderstore.JournalEntry
+	fills   []orderstore.Fill
 }
 
-func (l *loaded) journalOf(ctx context.Context, tx pgx.Tx, orderID string) ([]journalRow, error) {
+func (l *loaded) journalOf(ctx context.Context, tx pgx.Tx, orderID string) ([]orderstore.JournalEntry, error) {
 	if l != nil {
 		return l.journal, nil
 	}
-	return journal(ctx, tx, orderID)
+	return orderstore.Journal(ctx, tx, orderID)
 }
 
-func (l *loaded) fillsOf(ctx context.Context, tx pgx.Tx, orderID string) ([]fill, error) {
+func (l *loaded) fillsOf(ctx context.Context, tx pgx.Tx, orderID string) ([]orderstore.Fill, error) {
 	if l != nil {
 		return l.fills, nil
 	}
-	return fills(ctx, tx, orderID)
+	return orderstore.Fills(ctx, tx, orderID)
 }
 
 // dispatch runs the step of o's status; pre is what the step read under the lock (nil:
@@ -303,7 +286,7 @@ func (f *Flow) dispatch(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *l
 			t := time.Time(*o.ExpiresAt)
 			due = &t
 		}
-		if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'active', next_due_at = $2, updated_at = now() WHERE id = $1`, o.ID, due); err != nil {
+		if err := orderstore.Transition(ctx, tx, o.ID, orders.Active, due); err != nil {
 			return false, nil, err
 		}
 		f.transitions.WithLabelValues(string(orders.Active)).Inc()
@@ -321,15 +304,14 @@ func (f *Flow) dispatch(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *l
 	}
 	// Terminal: nothing to do; clear a stale timer.
 	if o.NextDueAt != nil {
-		_, err := tx.Exec(ctx, `UPDATE orders SET next_due_at = NULL WHERE id = $1`, o.ID)
-		return false, nil, err
+		return false, nil, orderstore.ClearDue(ctx, tx, o.ID)
 	}
 	return false, nil, nil
 }
 
 // setStatus changes the status and the timer.
 func (f *Flow) setStatus(ctx context.Context, tx pgx.Tx, o orderstore.Row, to orders.Status, due time.Time) error {
-	if _, err := tx.Exec(ctx, `UPDATE orders SET status = $2, next_due_at = $3, updated_at = now() WHERE id = $1`, o.ID, string(to), due); err != nil {
+	if err := orderstore.Transition(ctx, tx, o.ID, to, &due); err != nil {
 		return err
 	}
 	f.transitions.WithLabelValues(string(to)).Inc()
@@ -351,29 +333,7 @@ func (f *Flow) emit(ctx context.Context, tx pgx.Tx, o orderstore.Row, typ string
 	return outbox.Insert(ctx, tx, env)
 }
 
-// fail ends an undelivered order: status failed with the failure, the whole charge
-// reversed (captured, then refunded with balance.credited reason refund), order.failed.
-func (f *Flow) fail(ctx context.Context, tx pgx.Tx, o orderstore.Row, code *apierr.Code, msg string) error {
-	now := f.o.Now()
-	failure := orders.Failure{Code: code.Code, Slug: code.Slug, Message: msg}
-	if err := f.o.Ledger.CaptureHold(ctx, tx, o.ID, o.ChargedAmountSun); err != nil {
-		return fmt.Errorf("capture before reversal: %w", err)
-	}
-	if o.ChargedAmountSun > 0 {
-		if err := f.o.Ledger.Refund(ctx, tx, o.AccountID, "order_failed:"+o.ID, o.ChargedAmountSun, "order_failed", o.ID); err != nil {
-			return fmt.Errorf("reversal: %w", err)
-		}
-	}
-	if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'failed', failure = $2, refunded_amount_sun = charged_amount_sun,
-			ended_at = $3, next_due_at = NULL, updated_at = now() WHERE id = $1`,
-		o.ID, failure, now); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `UPDATE order_fills SET state = 'failed', updated_at = now() WHERE order_id = $1 AND state IN ('reserved', 'broadcast')`, o.ID); err != nil {
-		return err
-	}
-	o.Status, o.Failure, o.RefundedAmountSun = orders.Failed, &failure, o.ChargedAmountSun
-	f.transitions.WithLabelValues(string(orders.Failed)).Inc()
-	f.log.Info("order failed", "order", o.ID, "code", code.Code, "reason", msg)
-	return f.emit(ctx, tx, o, orders.EventFailed, o.Record.FailedEvent(true))
+// setDue sets the order's next look.
+func (f *Flow) setDue(ctx context.Context, tx pgx.Tx, o orderstore.Row, at time.Time) error {
+	return orderstore.SetDue(ctx, tx, o.ID, at)
 }

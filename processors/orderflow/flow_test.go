@@ -378,7 +378,7 @@ func TestExpiredRefusalOfALandedDelegationDelegatesOnce(t *testing.T) {
 // signUnsent runs an order up to its delivery step with a processor that is not running,
 // lets that step sign and journal the delegation, and drops the broadcast it returns: the
 // state a replica leaves when it dies between the commit and the broadcast.
-func signUnsent(t *testing.T, e *env, orderID string) journalRow {
+func signUnsent(t *testing.T, e *env, orderID string) orderstore.JournalEntry {
 	t.Helper()
 	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools,
 		LandGrace: 2 * time.Second, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Now: e.clock.Now, Logger: quiet()})
@@ -393,7 +393,7 @@ func signUnsent(t *testing.T, e *env, orderID string) journalRow {
 	if _, err := f.step(ctx, orderID); err != nil {
 		t.Fatal(err)
 	}
-	var signed journalRow
+	var signed orderstore.JournalEntry
 	err = pgx.BeginFunc(ctx, e.db.Pool, func(tx pgx.Tx) error {
 		row, err := orderstore.Lock(ctx, tx, orderID)
 		if err != nil {
@@ -406,8 +406,8 @@ func signUnsent(t *testing.T, e *env, orderID string) journalRow {
 		if after == nil {
 			t.Fatalf("the delivery step of a %s order broadcast nothing", row.Status)
 		}
-		js, err := journal(ctx, tx, orderID)
-		if err != nil || len(js) != 1 || js[0].State != stateSigned {
+		js, err := orderstore.Journal(ctx, tx, orderID)
+		if err != nil || len(js) != 1 || js[0].State != orderstore.JournalSigned {
 			t.Fatalf("journal %+v %v, want one signed delegation", js, err)
 		}
 		signed = js[0]

@@ -2,9 +2,9 @@ package orderflow
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,76 +14,9 @@ import (
 	"rental/infra/tron"
 )
 
-// Purposes of journaled transactions.
-const (
-	purposeActivate   = "activate"
-	purposeDelegate   = "delegate"
-	purposeUndelegate = "undelegate"
-)
-
-// Journal states. signed: stored, maybe broadcast (a crash can lose the answer);
-// broadcast: the node accepted it; landed / failed: its block's result, from chain facts;
-// dropped: it can never land (refused by the node, or expired outside any block).
-const (
-	stateSigned    = "signed"
-	stateBroadcast = "broadcast"
-	stateLanded    = "landed"
-	stateFailed    = "failed"
-	stateDropped   = "dropped"
-)
-
-// journalRow is one signed transaction of an order.
-type journalRow struct {
-	TxID       string
-	Purpose    string
-	FillSeq    int
-	Attempt    int
-	Tx         tron.Transaction
-	Expiration int64 // chain time, unix ms
-	State      string
-	Result     *string
-	BlockTime  *time.Time
-}
-
-// settled reports whether the transaction's fate is known.
-func (j journalRow) settled() bool {
-	return j.State == stateLanded || j.State == stateFailed || j.State == stateDropped
-}
-
-// journal reads the order's signed transactions, latest attempt of each step last.
-func journal(ctx context.Context, tx pgx.Tx, orderID string) ([]journalRow, error) {
-	rows, err := tx.Query(ctx, journalSQL, orderID)
-	if err != nil {
-		return nil, err
-	}
-	return scanJournal(rows)
-}
-
-const journalSQL = `SELECT txid, purpose, fill_seq, attempt, tx, expiration, state, result, block_time
-		FROM signed_txs WHERE order_id = $1 ORDER BY purpose, fill_seq, attempt`
-
-func scanJournal(rows pgx.Rows) ([]journalRow, error) {
-	defer rows.Close()
-	var out []journalRow
-	for rows.Next() {
-		var j journalRow
-		var raw []byte
-		var exp time.Time
-		if err := rows.Scan(&j.TxID, &j.Purpose, &j.FillSeq, &j.Attempt, &raw, &exp, &j.State, &j.Result, &j.BlockTime); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(raw, &j.Tx); err != nil {
-			return nil, fmt.Errorf("journal %s: %w", j.TxID, err)
-		}
-		j.Expiration = exp.UnixMilli()
-		out = append(out, j)
-	}
-	return out, rows.Err()
-}
-
 // latest returns the newest attempt of a step, if any.
-func latest(js []journalRow, purpose string, fillSeq int) (journalRow, bool) {
-	var out journalRow
+func latest(js []orderstore.JournalEntry, purpose string, fillSeq int) (orderstore.JournalEntry, bool) {
+	var out orderstore.JournalEntry
 	found := false
 	for _, j := range js {
 		if j.Purpose == purpose && j.FillSeq == fillSeq && (!found || j.Attempt > out.Attempt) {
@@ -98,42 +31,37 @@ func latest(js []journalRow, purpose string, fillSeq int) (journalRow, bool) {
 // follower's tracking of its id. Nothing is broadcast here: the caller broadcasts after
 // tx commits, so a transaction on the wire always has its journal row.
 func (f *Flow) sign(ctx context.Context, tx pgx.Tx, o orderstore.Row, purpose string, fillSeq, attempt int,
-	intent tron.Intent, build func(context.Context) (*tron.Transaction, error)) (journalRow, error) {
+	intent tron.Intent, build func(context.Context) (*tron.Transaction, error)) (orderstore.JournalEntry, error) {
 	key, ok := f.byAddr[intent.Contract.Owner()]
 	if !ok {
-		return journalRow{}, fmt.Errorf("no key for pool %s", intent.Contract.Owner())
+		return orderstore.JournalEntry{}, fmt.Errorf("no key for pool %s", intent.Contract.Owner())
 	}
 	built, err := build(ctx)
 	if err != nil {
-		return journalRow{}, fmt.Errorf("build %s: %w", purpose, err)
+		return orderstore.JournalEntry{}, fmt.Errorf("build %s: %w", purpose, err)
 	}
 	raw, err := tron.CheckBuilt(built, intent)
 	if err != nil {
-		return journalRow{}, fmt.Errorf("node-built %s transaction refused: %w", purpose, err)
+		return orderstore.JournalEntry{}, fmt.Errorf("node-built %s transaction refused: %w", purpose, err)
 	}
 	if err := tron.SignTransaction(built, key); err != nil {
-		return journalRow{}, err
+		return orderstore.JournalEntry{}, err
 	}
-	body, err := json.Marshal(built)
-	if err != nil {
-		return journalRow{}, err
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO signed_txs (txid, order_id, purpose, fill_seq, attempt, signer, tx, expiration, state)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'signed')`,
-		built.TxID, o.ID, purpose, fillSeq, attempt, key.Address().String(), body, time.UnixMilli(raw.Expiration)); err != nil {
-		return journalRow{}, fmt.Errorf("journal %s: %w", purpose, err)
+	if err := orderstore.InsertSigned(ctx, tx, orderstore.Signed{OrderID: o.ID, Purpose: purpose, FillSeq: fillSeq, Attempt: attempt,
+		Signer: key.Address().String(), Tx: built, Expiration: time.UnixMilli(raw.Expiration)}); err != nil {
+		return orderstore.JournalEntry{}, fmt.Errorf("journal %s: %w", purpose, err)
 	}
 	if err := chainwatch.Track(ctx, tx, built.TxID); err != nil {
-		return journalRow{}, err
+		return orderstore.JournalEntry{}, err
 	}
-	return journalRow{TxID: built.TxID, Purpose: purpose, FillSeq: fillSeq, Attempt: attempt, Tx: *built,
-		Expiration: raw.Expiration, State: stateSigned}, nil
+	return orderstore.JournalEntry{TxID: built.TxID, Purpose: purpose, FillSeq: fillSeq, Attempt: attempt, Tx: *built,
+		Expiration: raw.Expiration, State: orderstore.JournalSigned}, nil
 }
 
 // broadcastAll broadcasts journaled transactions (after their rows committed) and records
 // what the node said. A node that cannot be reached leaves them signed: the next step
 // broadcasts the same bytes again.
-func (f *Flow) broadcastAll(js []journalRow) action {
+func (f *Flow) broadcastAll(js []orderstore.JournalEntry) action {
 	return func(ctx context.Context) error {
 		var errs []error
 		for _, j := range js {
@@ -142,8 +70,7 @@ func (f *Flow) broadcastAll(js []journalRow) action {
 				errs = append(errs, err)
 				continue
 			}
-			if _, err := f.o.Pool.Exec(ctx, `UPDATE signed_txs SET state = $2, result = $3, updated_at = now()
-				WHERE txid = $1 AND state = 'signed'`, j.TxID, state, result); err != nil {
+			if err := orderstore.SetSent(ctx, f.o.Pool, j.TxID, state, result); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -153,18 +80,64 @@ func (f *Flow) broadcastAll(js []journalRow) action {
 
 // broadcast sends one journaled transaction. The node's refusals settle it (dropped, with
 // the code); a duplicate means the network has it already, which is success.
-func (f *Flow) broadcast(ctx context.Context, j journalRow) (state string, result *string, err error) {
+func (f *Flow) broadcast(ctx context.Context, j orderstore.JournalEntry) (state string, result *string, err error) {
 	_, err = f.o.Node.BroadcastTransaction(ctx, &j.Tx)
 	var ne *tron.NodeError
 	switch {
 	case err == nil:
-		return stateBroadcast, nil, nil
+		return orderstore.JournalBroadcast, nil, nil
 	case errors.As(err, &ne) && ne.Code == "DUP_TRANSACTION_ERROR":
-		return stateBroadcast, nil, nil
+		return orderstore.JournalBroadcast, nil, nil
 	case errors.As(err, &ne) && ne.Code != "" && ne.Code != "SERVER_BUSY" && ne.Code != "OTHER_ERROR":
 		r := ne.Code + ": " + ne.Message
 		f.log.Info("transaction refused by the node", "txid", j.TxID, "purpose", j.Purpose, "code", ne.Code, "message", ne.Message)
-		return stateDropped, &r, nil
+		return orderstore.JournalDropped, &r, nil
 	}
 	return "", nil, fmt.Errorf("broadcast %s: %w", j.TxID, err)
+}
+
+// resignable reports whether a journaled transaction the node refused as expired (or with a
+// reference block it no longer knows) may be replaced by a new one. java-tron checks TaPoS
+// and expiration before it looks for duplicates, so such a refusal says nothing about
+// whether an earlier broadcast of the same bytes landed: confirmGone asks the node before
+// anything is signed again. A transaction the network never took (a crash or a stall
+// between signing and broadcasting outlived its minute) is retried rather than failed.
+func resignable(j orderstore.JournalEntry) bool {
+	if j.State != orderstore.JournalDropped || j.Result == nil {
+		return false
+	}
+	r := *j.Result
+	return strings.HasPrefix(r, "TRANSACTION_EXPIRATION_ERROR") || strings.HasPrefix(r, "TAPOS_ERROR")
+}
+
+// confirmGone checks with the node that a transaction refused as expired is in no block
+// and not waiting for one. If the node has it after all (an earlier broadcast whose answer
+// was lost), the journal row goes back to broadcast and the chain settles it; only a
+// transaction the node does not know stays dropped and may be signed again.
+func (f *Flow) confirmGone(ctx context.Context, tx pgx.Tx, j orderstore.JournalEntry) (orderstore.JournalEntry, error) {
+	_, err := f.o.Node.GetTransactionInfoByID(ctx, j.TxID)
+	if errors.Is(err, tron.ErrNotFound) {
+		_, err = f.o.Node.GetTransactionByID(ctx, j.TxID)
+		if errors.Is(err, tron.ErrNotFound) {
+			return j, nil // gone for good
+		}
+	}
+	if err != nil {
+		return j, err
+	}
+	f.log.Warn("a transaction refused as expired is known to the node; waiting for its block", "txid", j.TxID, "purpose", j.Purpose)
+	if err := orderstore.SetAwaitingBlock(ctx, tx, j.TxID); err != nil {
+		return j, err
+	}
+	j.State, j.Result = orderstore.JournalBroadcast, nil
+	return j, nil
+}
+
+// headTime is the chain's clock: the newest block's timestamp, unix ms.
+func (f *Flow) headTime(ctx context.Context) (int64, error) {
+	b, err := f.o.Node.GetNowBlock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return b.BlockHeader.RawData.Timestamp, nil
 }

@@ -8,7 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"rental/infra/accounts"
 	"rental/infra/orderstore"
+	"rental/schemas/apierr"
 	"rental/schemas/orders"
 )
 
@@ -44,12 +46,11 @@ func (f *Flow) SupportRefund(ctx context.Context, orderID, reason, actor string)
 				return err
 			}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'refunded', refunded_amount_sun = charged_amount_sun, refund_reason = $2,
-				ended_at = coalesce(ended_at, $3), next_due_at = $3, updated_at = now() WHERE id = $1`, o.ID, reason, now); err != nil {
+		if err := orderstore.MarkRefunded(ctx, tx, o.ID, reason, now); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO audit_log (account_id, actor, action, details) VALUES ($1, $2, 'order.refund', $3)`,
-			o.AccountID, actor, map[string]any{"order_id": o.ID, "reason": reason, "amount_sun": amount}); err != nil {
+		if err := accounts.WriteAudit(ctx, tx, o.AccountID, actor, "order.refund",
+			map[string]any{"order_id": o.ID, "reason": reason, "amount_sun": amount}); err != nil {
 			return err
 		}
 		o.Status, o.RefundedAmountSun = orders.Refunded, o.ChargedAmountSun
@@ -61,4 +62,26 @@ func (f *Flow) SupportRefund(ctx context.Context, orderID, reason, actor string)
 		return nil
 	})
 	return out, err
+}
+
+// fail ends an undelivered order: status failed with the failure, the whole charge
+// reversed (captured, then refunded with balance.credited reason refund), order.failed.
+func (f *Flow) fail(ctx context.Context, tx pgx.Tx, o orderstore.Row, code *apierr.Code, msg string) error {
+	now := f.o.Now()
+	failure := orders.Failure{Code: code.Code, Slug: code.Slug, Message: msg}
+	if err := f.o.Ledger.CaptureHold(ctx, tx, o.ID, o.ChargedAmountSun); err != nil {
+		return fmt.Errorf("capture before reversal: %w", err)
+	}
+	if o.ChargedAmountSun > 0 {
+		if err := f.o.Ledger.Refund(ctx, tx, o.AccountID, "order_failed:"+o.ID, o.ChargedAmountSun, "order_failed", o.ID); err != nil {
+			return fmt.Errorf("reversal: %w", err)
+		}
+	}
+	if err := orderstore.Fail(ctx, tx, o.ID, failure, now); err != nil {
+		return err
+	}
+	o.Status, o.Failure, o.RefundedAmountSun = orders.Failed, &failure, o.ChargedAmountSun
+	f.transitions.WithLabelValues(string(orders.Failed)).Inc()
+	f.log.Info("order failed", "order", o.ID, "code", code.Code, "reason", msg)
+	return f.emit(ctx, tx, o, orders.EventFailed, o.Record.FailedEvent(true))
 }

@@ -102,34 +102,29 @@ func (f *Flow) HandleFact(ctx context.Context, r *kgo.Record) error {
 	var err error
 	switch {
 	case fact.Kind == events.FactTxResult:
-		state := stateLanded
+		state := orderstore.JournalLanded
 		if fact.Result != "SUCCESS" {
-			state = stateFailed
+			state = orderstore.JournalFailed
 		}
 		// A row recorded dropped that lands all the same means a transaction was taken
 		// for gone too early: record the truth and say so loudly (its step may have been
 		// signed again).
 		var was string
-		err = f.o.Pool.QueryRow(ctx, `UPDATE signed_txs s SET state = $2, result = $3, block_num = $4, block_time = $5, updated_at = now()
-			FROM (SELECT txid, state FROM signed_txs WHERE txid = $1 FOR UPDATE) old
-			WHERE s.txid = old.txid AND old.state IN ('signed', 'broadcast', 'dropped') RETURNING s.order_id, old.state`,
-			fact.TxID, state, fact.Result, fact.BlockNum, time.Time(fact.BlockTime)).Scan(&orderID, &was)
-		if err == nil && was == stateDropped {
+		orderID, was, err = orderstore.ApplyBlockResult(ctx, f.o.Pool, fact.TxID, state, fact.Result, fact.BlockNum, time.Time(fact.BlockTime))
+		if err == nil && was == orderstore.JournalDropped {
 			f.log.Error("a transaction recorded as dropped landed on chain; check the order's delegations", "txid", fact.TxID, "order", orderID)
 		}
 	case fact.Kind == events.FactRevert && fact.RevertedKind == events.FactTxResult:
 		// The block was orphaned: the transaction is back to waiting for a block, unless
 		// its order already moved on (then the new branch's fact settles it again).
-		err = f.o.Pool.QueryRow(ctx, `UPDATE signed_txs s SET state = 'broadcast', result = NULL, block_num = NULL, block_time = NULL, updated_at = now()
-			FROM orders o WHERE s.txid = $1 AND s.order_id = o.id AND s.state IN ('landed', 'failed')
-			AND o.status IN ('allocating', 'delegated') RETURNING s.order_id`, fact.TxID).Scan(&orderID)
+		orderID, err = orderstore.RevertBlockResult(ctx, f.o.Pool, fact.TxID)
 	default:
 		return nil
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Not ours, or applied before: still advance a known order, in case a crash
 		// came between applying the fact and advancing.
-		err = f.o.Pool.QueryRow(ctx, `SELECT order_id FROM signed_txs WHERE txid = $1`, fact.TxID).Scan(&orderID)
+		orderID, err = orderstore.OrderOfTx(ctx, f.o.Pool, fact.TxID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -177,11 +172,5 @@ func (f *Flow) sweep(ctx context.Context, ro RunOptions) error {
 // claimDue takes up to n orders whose next_due_at has passed.
 func (f *Flow) claimDue(ctx context.Context, n int) ([]string, error) {
 	now := f.o.Now()
-	rows, err := f.o.Pool.Query(ctx, `UPDATE orders SET next_due_at = $2 WHERE id IN (
-			SELECT id FROM orders WHERE next_due_at <= $1 ORDER BY next_due_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-		RETURNING id`, now, now.Add(30*time.Second), n)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	return orderstore.ClaimDue(ctx, f.o.Pool, now, now.Add(30*time.Second), n)
 }

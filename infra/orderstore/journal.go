@@ -1,0 +1,181 @@
+package orderstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"rental/infra/tron"
+)
+
+// The signer journal (signed_txs): every transaction the processor makes is stored here,
+// signed, before it is broadcast; a provider's delegation is recorded here too, so that
+// settling treats it like ours (docs/order-processing.md "The signer journal").
+
+// Purposes of journaled transactions.
+const (
+	PurposeActivate   = "activate"
+	PurposeDelegate   = "delegate"
+	PurposeUndelegate = "undelegate"
+)
+
+// Journal states. signed: stored, maybe broadcast (a crash can lose the answer);
+// broadcast: the node accepted it; landed / failed: its block's result, from chain facts;
+// dropped: it can never land (refused by the node, or expired outside any block).
+const (
+	JournalSigned    = "signed"
+	JournalBroadcast = "broadcast"
+	JournalLanded    = "landed"
+	JournalFailed    = "failed"
+	JournalDropped   = "dropped"
+)
+
+// JournalEntry is one signed transaction of an order.
+type JournalEntry struct {
+	TxID       string
+	Purpose    string
+	FillSeq    int
+	Attempt    int
+	Tx         tron.Transaction
+	Expiration int64 // chain time, unix ms
+	State      string
+	Result     *string
+	BlockTime  *time.Time
+}
+
+// Settled reports whether the transaction's fate is known.
+func (j JournalEntry) Settled() bool {
+	return j.State == JournalLanded || j.State == JournalFailed || j.State == JournalDropped
+}
+
+const journalSQL = `SELECT txid, purpose, fill_seq, attempt, tx, expiration, state, result, block_time
+		FROM signed_txs WHERE order_id = $1 ORDER BY purpose, fill_seq, attempt`
+
+// Journal reads the order's signed transactions, latest attempt of each step last.
+func Journal(ctx context.Context, q Querier, orderID string) ([]JournalEntry, error) {
+	rows, err := q.Query(ctx, journalSQL, orderID)
+	if err != nil {
+		return nil, err
+	}
+	return scanJournal(rows)
+}
+
+func scanJournal(rows pgx.Rows) ([]JournalEntry, error) {
+	defer rows.Close()
+	var out []JournalEntry
+	for rows.Next() {
+		var j JournalEntry
+		var raw []byte
+		var exp time.Time
+		if err := rows.Scan(&j.TxID, &j.Purpose, &j.FillSeq, &j.Attempt, &raw, &exp, &j.State, &j.Result, &j.BlockTime); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &j.Tx); err != nil {
+			return nil, fmt.Errorf("journal %s: %w", j.TxID, err)
+		}
+		j.Expiration = exp.UnixMilli()
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// Signed is a transaction the processor signed for an order's step.
+type Signed struct {
+	OrderID string
+	Purpose string
+	FillSeq int
+	Attempt int
+	Signer  string
+	Tx      *tron.Transaction
+	// Expiration is the transaction's, on the chain's clock.
+	Expiration time.Time
+}
+
+// InsertSigned journals a signed transaction, state signed, inside tx; the caller
+// broadcasts it only after tx committed. A second transaction for the same step and
+// attempt violates signed_txs_step.
+func InsertSigned(ctx context.Context, tx pgx.Tx, s Signed) error {
+	body, err := json.Marshal(s.Tx)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO signed_txs (txid, order_id, purpose, fill_seq, attempt, signer, tx, expiration, state)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'signed')`,
+		s.Tx.TxID, s.OrderID, s.Purpose, s.FillSeq, s.Attempt, s.Signer, body, s.Expiration)
+	return err
+}
+
+// InsertProviderDelegation journals a provider's delegation for the order's fill as
+// broadcast (the provider sent it), unless its txid is journaled already. body describes
+// the purchase (the provider signed the transaction, we hold no bytes of it).
+func InsertProviderDelegation(ctx context.Context, tx pgx.Tx, txID, orderID string, fillSeq int, signer string, body map[string]any,
+	expiration time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO signed_txs (txid, order_id, purpose, fill_seq, attempt, signer, tx, expiration, state)
+		VALUES ($1, $2, 'delegate', $3, 0, $4, $5, $6, 'broadcast') ON CONFLICT (txid) DO NOTHING`,
+		txID, orderID, fillSeq, signer, body, expiration)
+	return err
+}
+
+// SetSent records the node's answer to the broadcast of a signed transaction (state
+// broadcast, or dropped with the refusal as result); a row no longer signed is left alone.
+func SetSent(ctx context.Context, db DB, txID, state string, result *string) error {
+	_, err := db.Exec(ctx, `UPDATE signed_txs SET state = $2, result = $3, updated_at = now()
+				WHERE txid = $1 AND state = 'signed'`, txID, state, result)
+	return err
+}
+
+// SetAwaitingBlock puts a transaction recorded as dropped back to broadcast: the node
+// knows it after all, and its block result is still to come.
+func SetAwaitingBlock(ctx context.Context, tx pgx.Tx, txID string) error {
+	_, err := tx.Exec(ctx, `UPDATE signed_txs SET state = 'broadcast', result = NULL, updated_at = now() WHERE txid = $1`, txID)
+	return err
+}
+
+// SetExpiredOutsideBlock records a signed or broadcast transaction as dropped, with the
+// result EXPIRED_OUTSIDE_BLOCK: its expiration passed on the chain's clock while it was in
+// no block, so it can never land.
+func SetExpiredOutsideBlock(ctx context.Context, tx pgx.Tx, txID string) error {
+	_, err := tx.Exec(ctx, `UPDATE signed_txs SET state = 'dropped', result = 'EXPIRED_OUTSIDE_BLOCK', updated_at = now()
+			WHERE txid = $1 AND state IN ('signed', 'broadcast')`, txID)
+	return err
+}
+
+// SetBlockResult records a signed or broadcast transaction's block result as the node
+// reports it (state landed or failed).
+func SetBlockResult(ctx context.Context, tx pgx.Tx, txID, state, result string, blockNum int64, blockTime time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE signed_txs SET state = $2, result = $3, block_num = $4, block_time = $5, updated_at = now()
+		WHERE txid = $1 AND state IN ('signed', 'broadcast')`, txID, state, result, blockNum, blockTime)
+	return err
+}
+
+// ApplyBlockResult records a transaction's block result from its chain fact (state landed
+// or failed), also over a row recorded dropped: the chain's word is the truth. It returns
+// the transaction's order and the state it had, or pgx.ErrNoRows when the transaction is
+// not journaled or its result was applied before.
+func ApplyBlockResult(ctx context.Context, db DB, txID, state, result string, blockNum int64, blockTime time.Time) (orderID, was string, err error) {
+	err = db.QueryRow(ctx, `UPDATE signed_txs s SET state = $2, result = $3, block_num = $4, block_time = $5, updated_at = now()
+			FROM (SELECT txid, state FROM signed_txs WHERE txid = $1 FOR UPDATE) old
+			WHERE s.txid = old.txid AND old.state IN ('signed', 'broadcast', 'dropped') RETURNING s.order_id, old.state`,
+		txID, state, result, blockNum, blockTime).Scan(&orderID, &was)
+	return orderID, was, err
+}
+
+// RevertBlockResult puts a transaction whose block was orphaned back to waiting for a
+// block, unless its order already moved past delivery (then the new branch's fact settles
+// it again). It returns the transaction's order, or pgx.ErrNoRows when nothing changed.
+func RevertBlockResult(ctx context.Context, db DB, txID string) (orderID string, err error) {
+	err = db.QueryRow(ctx, `UPDATE signed_txs s SET state = 'broadcast', result = NULL, block_num = NULL, block_time = NULL, updated_at = now()
+			FROM orders o WHERE s.txid = $1 AND s.order_id = o.id AND s.state IN ('landed', 'failed')
+			AND o.status IN ('allocating', 'delegated') RETURNING s.order_id`, txID).Scan(&orderID)
+	return orderID, err
+}
+
+// OrderOfTx is the order a journaled transaction belongs to, or pgx.ErrNoRows.
+func OrderOfTx(ctx context.Context, q Querier, txID string) (string, error) {
+	var orderID string
+	err := q.QueryRow(ctx, `SELECT order_id FROM signed_txs WHERE txid = $1`, txID).Scan(&orderID)
+	return orderID, err
+}

@@ -1,0 +1,203 @@
+package orderstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"rental/infra/pg"
+	"rental/schemas/orders"
+)
+
+// The order processor's writes (processors/orderflow): the transitions of docs/
+// order-processing.md, the due-time timer and the delivery's fields. Each runs inside the
+// step's transaction, which holds the order's row lock (BeginLocked), unless it says
+// otherwise.
+
+// DB is a pool or a transaction.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Locked is an order as read under its row lock, with its journal and fills as they were
+// then.
+type Locked struct {
+	Row     Row
+	Journal []JournalEntry
+	Fills   []Fill
+}
+
+// BeginLocked begins a transaction on conn that holds the order's row lock, and reads the
+// order, its journal and its fills under it: BEGIN, the lock and the reads travel in one
+// round trip (pg.BeginWith). A missing order is ErrNotFound, with no transaction left open.
+func BeginLocked(ctx context.Context, conn *pgx.Conn, orderID string) (pgx.Tx, Locked, error) {
+	b := &pgx.Batch{}
+	lock := QueueLock(b, orderID)
+	var l Locked
+	b.Queue(journalSQL, orderID).Query(func(rows pgx.Rows) (err error) {
+		l.Journal, err = scanJournal(rows)
+		return err
+	})
+	b.Queue(fillsSQL, orderID).Query(func(rows pgx.Rows) (err error) {
+		l.Fills, err = scanFills(rows)
+		return err
+	})
+	tx, err := pg.BeginWith(ctx, conn, b)
+	if err != nil {
+		return nil, l, err
+	}
+	if lock.Err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, l, lock.Err
+	}
+	l.Row = lock.Row
+	return tx, l, nil
+}
+
+// Writes are the processor's writes queued to travel together in one round trip (Send):
+// a step under the stake pools' locks, or the marks of several fills, keeps its round
+// trips to one. Answers of queued reads are there once Send returned.
+type Writes struct {
+	b pgx.Batch
+}
+
+// Len is the number of statements queued.
+func (w *Writes) Len() int { return w.b.Len() }
+
+// Send runs the queued statements in tx, in one round trip, and empties w.
+func (w *Writes) Send(ctx context.Context, tx pgx.Tx) error {
+	err := tx.SendBatch(ctx, &w.b).Close()
+	w.b = pgx.Batch{}
+	return err
+}
+
+// ClaimDue takes up to n orders whose next_due_at is at or before now, skipping those
+// another replica holds, and makes them due again at lease: a claim by a replica that dies
+// is taken up by another once the lease ran out. It returns their ids.
+func ClaimDue(ctx context.Context, db DB, now, lease time.Time, n int) ([]string, error) {
+	rows, err := db.Query(ctx, `UPDATE orders SET next_due_at = $2 WHERE id IN (
+			SELECT id FROM orders WHERE next_due_at <= $1 ORDER BY next_due_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+		RETURNING id`, now, lease, n)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// DueAgain makes an order that has not ended due at at, outside any step (a step failed).
+func DueAgain(ctx context.Context, db DB, orderID string, at time.Time) error {
+	_, err := db.Exec(ctx, `UPDATE orders SET next_due_at = $2 WHERE id = $1 AND status NOT IN ('expired', 'reclaimed', 'failed', 'refunded')`,
+		orderID, at)
+	return err
+}
+
+// SetDue sets the order's next look.
+func SetDue(ctx context.Context, tx pgx.Tx, orderID string, at time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE orders SET next_due_at = $2 WHERE id = $1`, orderID, at)
+	return err
+}
+
+// ClearDue clears the order's timer: nothing is to be done for it.
+func ClearDue(ctx context.Context, tx pgx.Tx, orderID string) error {
+	_, err := tx.Exec(ctx, `UPDATE orders SET next_due_at = NULL WHERE id = $1`, orderID)
+	return err
+}
+
+// Transition changes the order's status and its timer (nil: none).
+func Transition(ctx context.Context, tx pgx.Tx, orderID string, to orders.Status, due *time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE orders SET status = $2, next_due_at = $3, updated_at = now() WHERE id = $1`, orderID, string(to), due)
+	return err
+}
+
+// Allocated queues the order's move to allocating, filled by filledBy, due at due.
+func (w *Writes) Allocated(orderID, filledBy string, due time.Time) {
+	w.b.Queue(`UPDATE orders SET filled_by = $2, status = 'allocating', next_due_at = $3, updated_at = now() WHERE id = $1`,
+		orderID, filledBy, due)
+}
+
+const filledBySQL = `UPDATE orders SET filled_by = $2 WHERE id = $1 AND (filled_by IS NULL OR filled_by = $3)`
+
+// SetFilledBy names who delivers (a part of) the order, in place of the own pools: a
+// provider's slug or orders.FilledByDeep. A name other than the pools' is kept.
+func SetFilledBy(ctx context.Context, tx pgx.Tx, orderID, by string) error {
+	_, err := tx.Exec(ctx, filledBySQL, orderID, by, orders.FilledByPool)
+	return err
+}
+
+// FilledBy queues SetFilledBy.
+func (w *Writes) FilledBy(orderID, by string) {
+	w.b.Queue(filledBySQL, orderID, by, orders.FilledByPool)
+}
+
+// SetActivated records the receiver's activation, made by the transaction hash.
+func SetActivated(ctx context.Context, tx pgx.Tx, orderID, hash string) error {
+	_, err := tx.Exec(ctx, `UPDATE orders SET activation_performed = true, activation_hash = $2, updated_at = now() WHERE id = $1`,
+		orderID, hash)
+	return err
+}
+
+// MarkDelegated moves the order to delegated with its delegations' hashes (fill order),
+// due at due.
+func MarkDelegated(ctx context.Context, tx pgx.Tx, orderID string, hashes []string, due time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE orders SET delegate_hashes = $2, status = $3, next_due_at = $4, updated_at = now() WHERE id = $1`,
+		orderID, hashes, string(orders.Delegated), due)
+	return err
+}
+
+// Delivery is what confirmation records.
+type Delivery struct {
+	Delivered   int64
+	Partial     bool
+	RefundSun   int64      // added to refunded_amount_sun (the pro-rata refund)
+	DelegatedAt time.Time  // the block of the first delegation that landed
+	ExpiresAt   *time.Time // nil: never (an activation)
+}
+
+// Confirm records the delivery and makes the order active (confirmed is passed through,
+// never stored), due at its expiry; it returns the order as it is after it, in the same
+// round trip.
+func Confirm(ctx context.Context, tx pgx.Tx, orderID string, d Delivery) (Row, error) {
+	row, err := scan(tx.QueryRow(ctx, `UPDATE orders SET status = 'active', delivered_amount = $2, partial = $3,
+			refunded_amount_sun = refunded_amount_sun + $4, delegated_at = $5, expires_at = $6, next_due_at = $6, updated_at = now()
+		WHERE id = $1 RETURNING `+columns, orderID, d.Delivered, d.Partial, d.RefundSun, d.DelegatedAt, d.ExpiresAt))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Row{}, ErrNotFound
+	}
+	return row, err
+}
+
+// End ends a rental: status expired or reclaimed, with the undelegation's hash (nil when
+// nothing of ours was delegated), at at.
+func End(ctx context.Context, tx pgx.Tx, orderID string, to orders.Status, reclaimHash *string, at time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE orders SET status = $2, reclaim_hash = $3, ended_at = $4, next_due_at = NULL, updated_at = now() WHERE id = $1`,
+		orderID, string(to), reclaimHash, at)
+	return err
+}
+
+// Fail ends an undelivered order: status failed with the failure, its whole charge counted
+// refunded (the caller reverses it in the ledger in tx), and its fills still on their way
+// failed.
+func Fail(ctx context.Context, tx pgx.Tx, orderID string, f orders.Failure, at time.Time) error {
+	if _, err := tx.Exec(ctx, `UPDATE orders SET status = 'failed', failure = $2, refunded_amount_sun = charged_amount_sun,
+			ended_at = $3, next_due_at = NULL, updated_at = now() WHERE id = $1`,
+		orderID, f, at); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `UPDATE order_fills SET state = 'failed', updated_at = now() WHERE order_id = $1 AND state IN ('reserved', 'broadcast')`, orderID)
+	return err
+}
+
+// MarkRefunded records a support refund of a delivered order: status refunded with the
+// reason, the whole charge counted refunded (the caller refunds the rest in the ledger in
+// tx), ended at at unless it had ended, and due at at (a delegation still on chain is
+// taken back).
+func MarkRefunded(ctx context.Context, tx pgx.Tx, orderID, reason string, at time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE orders SET status = 'refunded', refunded_amount_sun = charged_amount_sun, refund_reason = $2,
+				ended_at = coalesce(ended_at, $3), next_due_at = $3, updated_at = now() WHERE id = $1`, orderID, reason, at)
+	return err
+}

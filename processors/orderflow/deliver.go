@@ -1,0 +1,228 @@
+package orderflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"rental/infra/orderstore"
+	"rental/infra/tron"
+	"rental/schemas/apierr"
+	"rental/schemas/orders"
+)
+
+// deliver activates the receiver when asked and needed, then signs and broadcasts one
+// delegation per fill. It returns an action that broadcasts after commit.
+func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *loaded) (bool, action, error) {
+	now := f.o.Now()
+	js, err := pre.journalOf(ctx, tx, o.ID)
+	if err != nil {
+		return false, nil, err
+	}
+	receiver, err := tron.ParseAddress(o.Receiver)
+	if err != nil {
+		return false, nil, err
+	}
+
+	// Activation first: a delegation to an account that does not exist is refused.
+	if o.ActivationAmountSun > 0 && !o.Activation.Performed {
+		j, ok := latest(js, orderstore.PurposeActivate, -1)
+		if ok && resignable(j) && j.Attempt < maxDelegateAttempts-1 {
+			if j, err = f.confirmGone(ctx, tx, j); err != nil {
+				return false, nil, err
+			}
+		}
+		if !ok || (j.State == orderstore.JournalDropped && resignable(j) && j.Attempt < maxDelegateAttempts-1) {
+			attempt := 0
+			if ok {
+				attempt = j.Attempt + 1
+			}
+			if len(f.o.Pools) == 0 {
+				return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "no own account is configured to activate the receiver from")
+			}
+			owner := f.o.Pools[0].Address()
+			c := &tron.AccountCreateContract{OwnerAddress: owner, AccountAddress: receiver}
+			j, err = f.sign(ctx, tx, o, orderstore.PurposeActivate, -1, attempt, tron.Intent{Contract: c}, func(ctx context.Context) (*tron.Transaction, error) {
+				return f.o.Node.CreateAccount(ctx, c)
+			})
+			if err != nil {
+				return false, nil, err
+			}
+		}
+		switch j.State {
+		case orderstore.JournalSigned:
+			return false, f.broadcastAll([]orderstore.JournalEntry{j}), f.setDue(ctx, tx, o, now.Add(f.o.RetryEvery))
+		case orderstore.JournalDropped, orderstore.JournalFailed:
+			return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "the receiver's activation was refused by the chain")
+		case orderstore.JournalBroadcast, orderstore.JournalLanded:
+			// Delegating needs the account in a block, not yet at confirmation depth.
+			info, err := f.o.Node.GetTransactionInfoByID(ctx, j.TxID)
+			if errors.Is(err, tron.ErrNotFound) {
+				return f.landedOrDropped(ctx, tx, o, j)
+			}
+			if err != nil {
+				return false, nil, err
+			}
+			if info.Result == "FAILED" {
+				return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "the receiver's activation failed on chain")
+			}
+			if err := orderstore.SetActivated(ctx, tx, o.ID, j.TxID); err != nil {
+				return false, nil, err
+			}
+			return true, nil, nil
+		}
+	}
+	if o.Resource == orders.Activation {
+		// Nothing to delegate: the order is delivered once its activation is (or was
+		// already) on chain.
+		return true, nil, f.setStatus(ctx, tx, o, orders.Delegated, now.Add(f.o.RetryEvery))
+	}
+
+	// Nothing above wrote fills (the activation's branch returns in every case).
+	fs, err := pre.fillsOf(ctx, tx, o.ID)
+	if err != nil {
+		return false, nil, err
+	}
+	var pending []orderstore.JournalEntry
+	allSent := true
+	// The fills' broadcast marks travel in one batch after the loop (nothing in it reads
+	// them), with the read of the hashes when everything was sent.
+	var marks orderstore.Writes
+	for _, fl := range fs {
+		if fl.State != orderstore.FillReserved {
+			continue
+		}
+		if fl.Source != orderstore.SourcePool && fl.Source != orderstore.SourceDeep {
+			if err := f.buyFromProvider(ctx, tx, o, fl); err != nil {
+				return false, nil, err
+			}
+			allSent = false // look again: bought (broadcast), or handed to the next provider
+			continue
+		}
+		j, ok := latest(js, orderstore.PurposeDelegate, fl.Seq)
+		if ok && resignable(j) && j.Attempt < maxDelegateAttempts-1 {
+			if j, err = f.confirmGone(ctx, tx, j); err != nil {
+				return false, nil, err
+			}
+		}
+		if !ok || (j.State == orderstore.JournalDropped && resignable(j) && j.Attempt < maxDelegateAttempts-1) {
+			attempt := 0
+			if ok {
+				attempt = j.Attempt + 1
+			}
+			intent, build, err := f.delegation(ctx, o, fl, receiver)
+			if errors.Is(err, errUndeliverable) {
+				if marks.Len() > 0 { // the failure sees the fills as they are
+					if err := marks.Send(ctx, tx); err != nil {
+						return false, nil, err
+					}
+				}
+				return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, err.Error())
+			}
+			if err != nil {
+				return false, nil, err
+			}
+			j, err = f.sign(ctx, tx, o, orderstore.PurposeDelegate, fl.Seq, attempt, intent, build)
+			if err != nil {
+				var ne *tron.NodeError
+				if errors.As(err, &ne) && ne.Code != "" {
+					// The node refused to build it (the pool changed under us): this
+					// part cannot be delivered.
+					f.log.Info("delegation refused at build", "order", o.ID, "fill", fl.Seq, "err", err)
+					if err := orderstore.SetFillState(ctx, tx, o.ID, fl.Seq, orderstore.FillFailed); err != nil {
+						return false, nil, err
+					}
+					continue
+				}
+				return false, nil, err
+			}
+		}
+		switch j.State {
+		case orderstore.JournalSigned:
+			pending = append(pending, j)
+			allSent = false
+		case orderstore.JournalDropped, orderstore.JournalFailed:
+			if err := orderstore.SetFillState(ctx, tx, o.ID, fl.Seq, orderstore.FillFailed); err != nil {
+				return false, nil, err
+			}
+		default: // broadcast or landed
+			marks.FillBroadcast(o.ID, fl.Seq, j.TxID)
+		}
+	}
+	if !allSent {
+		if marks.Len() > 0 {
+			if err := marks.Send(ctx, tx); err != nil {
+				return false, nil, err
+			}
+		}
+		return false, f.broadcastAll(pending), f.setDue(ctx, tx, o, now.Add(f.o.RetryEvery))
+	}
+	sent := marks.BroadcastHashes(o.ID)
+	if err := marks.Send(ctx, tx); err != nil {
+		return false, nil, err
+	}
+	hashes := *sent
+	if len(hashes) == 0 {
+		onlyProviders, err := orderstore.OnlyProviderFills(ctx, tx, o.ID)
+		if err != nil {
+			return false, nil, err
+		}
+		if onlyProviders {
+			return true, nil, f.fail(ctx, tx, o, apierr.InsufficientSupply, "the providers could not deliver the order")
+		}
+		return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "every delegation was refused by the chain")
+	}
+	// Settling at once is worth a step only when a delegation's block result is already
+	// in: otherwise its chain fact, applied after this commit, advances the order (and the
+	// LandGrace timer covers a fact that never comes).
+	settleNow := false
+	for _, j := range js {
+		if j.Purpose == orderstore.PurposeDelegate && j.Settled() {
+			settleNow = true
+		}
+	}
+	if err := orderstore.MarkDelegated(ctx, tx, o.ID, hashes, now.Add(f.o.LandGrace)); err != nil {
+		return false, nil, err
+	}
+	f.transitions.WithLabelValues(string(orders.Delegated)).Inc()
+	return settleNow, nil, nil
+}
+
+// errUndeliverable marks a fill that can never be delegated as ordered.
+var errUndeliverable = errors.New("undeliverable")
+
+// delegation is the transaction that delivers a fill: a delegation from one of our pools
+// locked for the tier, or a rent call of the deep reserve paid by the first pool (the
+// contract delegates from its own address, locked for the tier, and takes it back itself).
+func (f *Flow) delegation(ctx context.Context, o orderstore.Row, fl orderstore.Fill, receiver tron.Address) (tron.Intent,
+	func(context.Context) (*tron.Transaction, error), error) {
+	if fl.Source == orderstore.SourceDeep {
+		if f.o.Deep == nil || len(f.o.Pools) == 0 {
+			return tron.Intent{}, nil, fmt.Errorf("%w: the deep reserve is not configured", errUndeliverable)
+		}
+		secs := *o.DurationSeconds
+		price, err := f.o.Deep.RentalPrice(ctx, fl.Amount, secs)
+		if err != nil {
+			return tron.Intent{}, nil, err
+		}
+		c := &tron.TriggerSmartContract{OwnerAddress: f.o.Pools[0].Address(), ContractAddress: f.o.Deep.Contract(),
+			CallValue: price, Data: f.o.Deep.RentCall(receiver, fl.Amount, secs)}
+		return tron.Intent{Contract: c, FeeLimit: f.o.DeepFeeLimit}, func(ctx context.Context) (*tron.Transaction, error) {
+			return f.o.Node.TriggerSmartContract(ctx, c, f.o.DeepFeeLimit)
+		}, nil
+	}
+	lock, err := orders.LockPeriodBlocks(*o.DurationSeconds, f.lockCap)
+	if err != nil {
+		return tron.Intent{}, nil, fmt.Errorf("%w: %v", errUndeliverable, err)
+	}
+	c := &tron.DelegateResourceContract{OwnerAddress: fl.Pool, Resource: resourceCode(o.Resource), Balance: fl.BalanceSun,
+		ReceiverAddress: receiver, Lock: true, LockPeriod: lock}
+	return tron.Intent{Contract: c}, func(ctx context.Context) (*tron.Transaction, error) {
+		return f.o.Node.DelegateResource(ctx, c)
+	}, nil
+}
+
+// maxDelegateAttempts bounds how often one fill's delegation is signed.
+const maxDelegateAttempts = 3

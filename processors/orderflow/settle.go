@@ -1,0 +1,207 @@
+package orderflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"rental/infra/orderstore"
+	"rental/infra/tron"
+	"rental/schemas/apierr"
+	"rental/schemas/orders"
+)
+
+// settle waits for every delegation's block result (chain facts set the journal rows),
+// then confirms what landed after checking the receiver's delegated balance on chain, or
+// fails the order when nothing did.
+func (f *Flow) settle(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *loaded) (bool, action, error) {
+	now := f.o.Now()
+	js, err := pre.journalOf(ctx, tx, o.ID)
+	if err != nil {
+		return false, nil, err
+	}
+	fs, err := pre.fillsOf(ctx, tx, o.ID)
+	if err != nil {
+		return false, nil, err
+	}
+	// The fills' new states are kept in fs as written; the journal is read again only when
+	// the node's answer settled a row of it here (normally chain facts did before).
+	journalWritten := false
+	for i, fl := range fs {
+		if fl.State != orderstore.FillBroadcast {
+			continue
+		}
+		j, ok := latest(js, orderstore.PurposeDelegate, fl.Seq)
+		if !ok {
+			return false, nil, fmt.Errorf("fill %d broadcast without a journal row", fl.Seq)
+		}
+		if !j.Settled() {
+			journalWritten = true
+			info, err := f.o.Node.GetTransactionInfoByID(ctx, j.TxID)
+			if errors.Is(err, tron.ErrNotFound) {
+				return f.landedOrDropped(ctx, tx, o, j)
+			}
+			if err != nil {
+				return false, nil, err
+			}
+			// In a block. Its chain fact normally settles it; when the fact is late (the
+			// follower or this consumer group is behind) and the node shows the block at
+			// the confirmation depth, the node's answer settles it instead.
+			if j, err = f.settleFromNode(ctx, tx, j, info); err != nil {
+				return false, nil, err
+			}
+			if !j.Settled() {
+				return f.wait(ctx, tx, o, now.Add(f.o.LandGrace))
+			}
+		}
+		state := orderstore.FillLanded
+		if j.State != orderstore.JournalLanded || (j.Result != nil && *j.Result != "SUCCESS") {
+			state = orderstore.FillFailed
+		}
+		if err := orderstore.SetFillState(ctx, tx, o.ID, fl.Seq, state); err != nil {
+			return false, nil, err
+		}
+		fs[i].State = state
+	}
+	if journalWritten {
+		if js, err = orderstore.Journal(ctx, tx, o.ID); err != nil {
+			return false, nil, err
+		}
+	}
+	// delegated_at is the block of the first delegation that landed, whichever pass of
+	// this step saw it land.
+	var firstBlock *time.Time
+	var delivered int64
+	byPool := map[tron.Address]int64{}
+	for _, fl := range fs {
+		if fl.State != orderstore.FillLanded {
+			continue
+		}
+		delivered += fl.Amount
+		if fl.Source == orderstore.SourceDeep {
+			// The contract sized the delegation at its block's weights: allow the drift.
+			byPool[fl.Pool] += fl.BalanceSun * (10_000 - f.o.MarginBps) / 10_000
+		} else {
+			byPool[fl.Pool] += fl.BalanceSun
+		}
+		if j, ok := latest(js, orderstore.PurposeDelegate, fl.Seq); ok && j.BlockTime != nil && (firstBlock == nil || j.BlockTime.Before(*firstBlock)) {
+			t := *j.BlockTime
+			firstBlock = &t
+		}
+	}
+	if o.Resource != orders.Activation && delivered == 0 {
+		return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "no delegation landed on chain before its expiration")
+	}
+	// The receiver's limit, verified on chain: each pool's delegation to the receiver
+	// covers at least what this order's landed fills put there.
+	receiver, _ := tron.ParseAddress(o.Receiver)
+	for pool, want := range byPool {
+		ds, err := f.o.Node.GetDelegatedResourceV2(ctx, pool, receiver)
+		if err != nil {
+			return false, nil, fmt.Errorf("verify delegation: %w", err)
+		}
+		var have int64
+		for _, d := range ds {
+			if o.Resource == orders.Bandwidth {
+				have += d.FrozenBalanceForBandwidth
+			} else {
+				have += d.FrozenBalanceForEnergy
+			}
+		}
+		if have < want {
+			f.log.Warn("receiver's delegated balance below the order's fills; checking again", "order", o.ID, "pool", pool, "have", have, "want", want)
+			return f.wait(ctx, tx, o, now.Add(f.o.RetryEvery))
+		}
+	}
+	return false, nil, f.confirm(ctx, tx, o, delivered, firstBlock)
+}
+
+// confirm records the delivery: the charge captured, a pro-rata refund for a partial
+// delivery, the totals, order.confirmed, the order active and its expiry timer.
+func (f *Flow) confirm(ctx context.Context, tx pgx.Tx, o orderstore.Row, delivered int64, firstBlock *time.Time) error {
+	now := f.o.Now()
+	at := now
+	if firstBlock != nil && firstBlock.Before(now) {
+		at = *firstBlock // the chain's clock, unless a simulated chain runs ahead of the wall
+	}
+	at = at.UTC().Truncate(time.Millisecond)
+	if err := f.o.Ledger.CaptureHold(ctx, tx, o.ID, o.ChargedAmountSun); err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	var refund int64
+	partial := false
+	if o.Resource != orders.Activation {
+		partial = delivered < o.Amount
+		refund = orders.ProRataRefund(o.EnergyAmountSun, o.Amount, delivered)
+		if refund > 0 {
+			if err := f.o.Ledger.Refund(ctx, tx, o.AccountID, "partial_delivery:"+o.ID, refund, "partial_delivery", o.ID); err != nil {
+				return fmt.Errorf("partial refund: %w", err)
+			}
+		}
+		if o.Resource == orders.Energy {
+			if err := f.o.Ledger.AddOrderTotals(ctx, tx, o.AccountID, 0, delivered); err != nil {
+				return err
+			}
+		}
+	} else {
+		delivered = o.Amount
+	}
+	var expires *time.Time
+	if o.DurationSeconds != nil {
+		t := at.Add(time.Duration(*o.DurationSeconds) * time.Second)
+		expires = &t
+	}
+	// Confirmed, and at once active (the spec's automatic step): both in this transaction,
+	// so the order is due next at its expiry (an activation never).
+	row, err := orderstore.Confirm(ctx, tx, o.ID, orderstore.Delivery{Delivered: delivered, Partial: partial, RefundSun: refund,
+		DelegatedAt: at, ExpiresAt: expires})
+	if err != nil {
+		return err
+	}
+	f.transitions.WithLabelValues(string(orders.Confirmed)).Inc()
+	f.transitions.WithLabelValues(string(orders.Active)).Inc()
+	f.deliverySec.Observe(now.Sub(time.Time(o.CreatedAt)).Seconds())
+	return f.emit(ctx, tx, row, orders.EventConfirmed, row.Record.Confirmed())
+}
+
+// landedOrDropped decides about a broadcast transaction the node does not show in a
+// block: past its expiration on the chain's clock it can never land (dropped); before, the
+// order waits.
+func (f *Flow) landedOrDropped(ctx context.Context, tx pgx.Tx, o orderstore.Row, j orderstore.JournalEntry) (bool, action, error) {
+	head, err := f.headTime(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	if head > j.Expiration {
+		if err := orderstore.SetExpiredOutsideBlock(ctx, tx, j.TxID); err != nil {
+			return false, nil, err
+		}
+		return true, nil, nil
+	}
+	return f.wait(ctx, tx, o, f.o.Now().Add(f.o.RetryEvery))
+}
+
+// settleFromNode records a transaction's block result from the node when its block is at
+// least Confirmations deep; otherwise j is returned unchanged.
+func (f *Flow) settleFromNode(ctx context.Context, tx pgx.Tx, j orderstore.JournalEntry, info *tron.TransactionInfo) (orderstore.JournalEntry, error) {
+	head, err := f.o.Node.GetNowBlock(ctx)
+	if err != nil {
+		return j, err
+	}
+	if head.BlockHeader.RawData.Number-info.BlockNumber < int64(f.o.Confirmations) {
+		return j, nil
+	}
+	state, result := orderstore.JournalLanded, "SUCCESS"
+	if info.Result == "FAILED" {
+		state, result = orderstore.JournalFailed, "FAILED"
+	}
+	bt := time.UnixMilli(info.BlockTimeStamp).UTC()
+	if err := orderstore.SetBlockResult(ctx, tx, j.TxID, state, result, info.BlockNumber, bt); err != nil {
+		return j, err
+	}
+	j.State, j.Result, j.BlockTime = state, &result, &bt
+	return j, nil
+}
