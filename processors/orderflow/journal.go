@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"rental/chainwatch"
+	"rental/infra/chainstore"
 	"rental/infra/orderstore"
 	"rental/infra/tron"
 )
@@ -51,7 +51,7 @@ func (f *Flow) sign(ctx context.Context, tx pgx.Tx, o orderstore.Row, purpose st
 		Signer: key.Address().String(), Tx: built, Expiration: time.UnixMilli(raw.Expiration)}); err != nil {
 		return orderstore.JournalEntry{}, fmt.Errorf("journal %s: %w", purpose, err)
 	}
-	if err := chainwatch.Track(ctx, tx, built.TxID); err != nil {
+	if err := chainstore.Track(ctx, tx, built.TxID); err != nil {
 		return orderstore.JournalEntry{}, err
 	}
 	return orderstore.JournalEntry{TxID: built.TxID, Purpose: purpose, FillSeq: fillSeq, Attempt: attempt, Tx: *built,

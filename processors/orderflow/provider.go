@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"rental/chainwatch"
+	"rental/infra/chainstore"
 	"rental/infra/orderstore"
 	"rental/infra/supply"
 	"rental/schemas/orders"
@@ -79,7 +79,7 @@ func (f *Flow) buyFromProvider(ctx context.Context, tx pgx.Tx, o orderstore.Row,
 	if err := orderstore.SetFilledBy(ctx, tx, o.ID, p.Slug()); err != nil {
 		return err
 	}
-	return chainwatch.Track(ctx, tx, r.TxID)
+	return chainstore.Track(ctx, tx, r.TxID)
 }
 
 func pricingResource(r orders.Resource) pricing.Resource { return pricing.Resource(r) }
