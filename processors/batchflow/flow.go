@@ -62,7 +62,7 @@ var ErrPlacedBefore = errors.New("batchflow: the receiver's order exists")
 // Placer places an order for an account inside tx with every check and charge of
 // POST /v1/orders, and returns its id. A refusal is a catalogue error (*apierr.Error) and
 // writes nothing; an order with the placement's client_order_id in the batch already is
-// ErrPlacedBefore. infra/stages adapts edge.Orders.PlaceTx to it.
+// ErrPlacedBefore. infra/stages/batchstage adapts edge.Orders.PlaceTx to it.
 type Placer interface {
 	Place(ctx context.Context, tx pgx.Tx, accountID string, p Placement) (orderID string, err error)
 }
