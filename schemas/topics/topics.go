@@ -6,6 +6,8 @@ package topics
 import (
 	"fmt"
 	"time"
+
+	"rental/schemas/events"
 )
 
 // Cleanup is the topic's cleanup.policy.
@@ -113,18 +115,23 @@ func All() []Topic {
 	return append(all, WebhookDead)
 }
 
-// ForEvent routes a customer event type to its topic. ok is false for an unknown type.
+// aggregateTopics is the topic of each aggregate's customer events: keyed by the
+// aggregate's id, so one order's (batch's, subscription's, account's) events stay in order.
+var aggregateTopics = map[events.Aggregate]Topic{
+	events.AggregateOrder:        OrderEvents,
+	events.AggregateAccount:      AccountEvents,
+	events.AggregateSubscription: SubscriptionEvents,
+	events.AggregateBatch:        BatchEvents,
+}
+
+// ForEvent routes a customer event type to its topic: the topic of its aggregate in the
+// event catalogue (events.AggregateOf; a type not catalogued yet goes with its family).
+// ok is false for an unknown type.
 func ForEvent(eventType string) (Topic, bool) {
-	for prefix, t := range map[string]Topic{
-		"order.":           OrderEvents,
-		"balance.":         AccountEvents,
-		"deposit_address.": AccountEvents,
-		"subscription.":    SubscriptionEvents,
-		"batch.":           BatchEvents,
-	} {
-		if len(eventType) > len(prefix) && eventType[:len(prefix)] == prefix {
-			return t, true
-		}
+	a, ok := events.AggregateOf(eventType)
+	if !ok {
+		return Topic{}, false
 	}
-	return Topic{}, false
+	t, ok := aggregateTopics[a]
+	return t, ok
 }
