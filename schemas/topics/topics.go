@@ -108,11 +108,19 @@ var WebhookRetry = func() []Topic {
 var WebhookDead = Topic{Name: "webhooks.dead.v1", Key: "ordering key", Partitions: 12, Retention: 30 * day, Cleanup: Delete,
 	Doc: "Dead-lettered webhook deliveries (consumers/webhookdelivery)."}
 
+// ConsumersDead receives the records a consumer can never process (an intent without an
+// order id, an event without a readable envelope): the record as it was read, with its own
+// headers and headers naming its source topic, partition and offset, the consumer group and
+// the error (infra/kafka.DeadLetters). A consumer commits past such a record only once it is
+// here; an operator inspects and replays from here.
+var ConsumersDead = Topic{Name: "consumers.dead.v1", Key: "the source record's key", Partitions: 3, Retention: 30 * day, Cleanup: Delete,
+	Doc: "Records a consumer can never process, with their source and the error (infra/kafka.DeadLetters)."}
+
 // All lists every topic the service uses; stages create them at start.
 func All() []Topic {
 	all := []Topic{ChainFacts, OrderEvents, AccountEvents, SubscriptionEvents, BatchEvents, MarketData, OrderIntents}
 	all = append(all, WebhookRetry...)
-	return append(all, WebhookDead)
+	return append(all, WebhookDead, ConsumersDead)
 }
 
 // aggregateTopics is the topic of each aggregate's customer events: keyed by the
