@@ -137,7 +137,7 @@ func (be *batchesEnv) record(t *testing.T, id string) batchRecord {
 	return b
 }
 
-// testPlacer is infra/stages.BatchPlacer (which the edge cannot import): the order module's
+// testPlacer is infra/stages/batchstage.BatchPlacer (which the edge cannot import): the order module's
 // PlaceTx behind the processor's Placer.
 type testPlacer struct{ o *Orders }
 

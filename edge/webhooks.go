@@ -336,33 +336,33 @@ var testEventData = func() map[string]map[string]any {
 	reclaimed := orderBase(map[string]any{"reclaim_hash": nil, "reclaimed_at": nil, "refunded_amount_sun": 0})
 	expired := orderBase(map[string]any{"reclaim_hash": nil, "expired_at": nil, "refunded_amount_sun": 0})
 	return map[string]map[string]any{
-		"order.confirmed": orderBase(map[string]any{
+		events.EventOrderConfirmed: orderBase(map[string]any{
 			"batch_id": nil, "subscription_id": nil, "delivered_amount": 65000, "partial": false, "tier": "1h",
 			"duration_seconds": 3600, "delegate_hash": nil, "delegate_hashes": []string{}, "delegated_at": nil,
 			"expires_at": nil, "total_amount_sun": 0, "refunded_amount_sun": 0,
 			"activation": map[string]any{"performed": false, "hash": nil, "amount_sun": 0},
 		}),
-		"order.failed": orderBase(map[string]any{"tier": "1h",
+		events.EventOrderFailed: orderBase(map[string]any{"tier": "1h",
 			"failure":            map[string]any{"code": 5002, "slug": "delegation_failed", "message": "test event"},
 			"charged_amount_sun": 0, "refunded_amount_sun": 0, "refund_complete": true}),
-		"order.expired":   expired,
-		"order.reclaimed": reclaimed,
-		"order.refunded": orderBase(map[string]any{"delivered_amount": 65000, "partial": false, "reason": "support_adjustment",
+		events.EventOrderExpired:   expired,
+		events.EventOrderReclaimed: reclaimed,
+		events.EventOrderRefunded: orderBase(map[string]any{"delivered_amount": 65000, "partial": false, "reason": "support_adjustment",
 			"charged_amount_sun": 0, "refunded_amount_sun": 0, "refund_complete": true, "refunded_at": nil}),
-		"batch.completed": {"batch_id": "bat_test", "client_batch_id": nil, "status": "completed",
+		events.EventBatchCompleted: {"batch_id": "bat_test", "client_batch_id": nil, "status": "completed",
 			"summary":            map[string]any{"total": 0, "completed": 0, "partial": 0, "failed": 0, "insufficient_funds": 0, "cancelled": 0},
 			"charged_amount_sun": 0, "finished_at": nil},
-		"subscription.refilled": {"subscription_id": "sub_test", "order_id": order, "receiver": receiver, "resource": "energy",
+		events.EventSubscriptionRefilled: {"subscription_id": "sub_test", "order_id": order, "receiver": receiver, "resource": "energy",
 			"amount": 65000, "tier": "1h", "trigger_available": 0, "threshold_amount": 0, "total_amount_sun": 0, "refills_today": 0},
-		"subscription.suspended": {"subscription_id": "sub_test", "receiver": receiver, "reason": "insufficient_funds",
+		events.EventSubscriptionSuspended: {"subscription_id": "sub_test", "receiver": receiver, "reason": "insufficient_funds",
 			"required_sun": 0, "available_sun": 0},
-		"subscription.paused":  {"subscription_id": "sub_test", "receiver": receiver, "reason": "user"},
-		"subscription.charged": {"subscription_id": "sub_test", "receiver": receiver, "plan": "basic", "amount_sun": 0, "next_billing_at": nil},
-		"balance.credited": {"reason": "adjustment", "currency": "TRX", "amount_sun": 0, "tx_hash": nil, "confirmations": nil,
+		events.EventSubscriptionPaused:  {"subscription_id": "sub_test", "receiver": receiver, "reason": "user"},
+		events.EventSubscriptionCharged: {"subscription_id": "sub_test", "receiver": receiver, "plan": "basic", "amount_sun": 0, "next_billing_at": nil},
+		events.EventBalanceCredited: {"reason": "adjustment", "currency": "TRX", "amount_sun": 0, "tx_hash": nil, "confirmations": nil,
 			"balance_sun": nil, "reference_id": nil, "asset": "TRX", "usdt_amount": nil, "rate": nil, "rate_source": nil,
 			"spread_bps": nil, "txid": nil, "sender": nil, "block_number": nil},
-		"balance.low":             {"balance_sun": 0, "threshold_sun": 0, "estimated_orders_remaining": 0},
-		"deposit_address.rotated": {"address": receiver, "retired_address": nil, "retired_credit_until": nil, "rotated_at": nil},
+		events.EventBalanceLow:            {"balance_sun": 0, "threshold_sun": 0, "estimated_orders_remaining": 0},
+		events.EventDepositAddressRotated: {"address": receiver, "retired_address": nil, "retired_credit_until": nil, "rotated_at": nil},
 	}
 }()
 
@@ -389,7 +389,7 @@ func (m *Webhooks) test(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	evType := "order.confirmed"
+	evType := events.EventOrderConfirmed
 	if len(bytes.TrimSpace(rc.Request.Body())) > 0 {
 		var req testWebhookRequest
 		if err := DecodeJSON(rc, &req); err != nil {

@@ -144,9 +144,8 @@ func New(o Options) (*Consumer, error) {
 func (c *Consumer) Handle(ctx context.Context, r *kgo.Record) error {
 	var f events.ChainFact
 	if err := json.Unmarshal(r.Value, &f); err != nil {
-		// A record that is not a fact can never become one: skipping it is the only way on.
-		c.log.Error("record is not a chain fact; skipped", "partition", r.Partition, "offset", r.Offset, "err", err)
-		return nil
+		// A record that is not a fact can never become one: the runner dead-letters it.
+		return kafka.Unprocessable(fmt.Errorf("not a chain fact: %w", err))
 	}
 	return c.HandleFact(ctx, f)
 }
@@ -238,8 +237,7 @@ func (c *Consumer) apply(ctx context.Context, tx pgx.Tx, f events.ChainFact, inf
 		asset = "USDT"
 		v, ok := new(big.Int).SetString(f.Amount, 10)
 		if !ok {
-			c.log.Error("USDT fact with a malformed amount; skipped", "fact", f.FactID, "amount", f.Amount)
-			return nil
+			return kafka.Unprocessable(fmt.Errorf("USDT fact %s with a malformed amount %q", f.FactID, f.Amount)) // dead-lettered
 		}
 		amount = v
 	}

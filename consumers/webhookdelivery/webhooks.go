@@ -90,6 +90,7 @@ type Deliverer struct {
 	prod   *kgo.Client
 	main   *kafka.Runner
 	retry  *delayConsumer
+	dead   *kafka.DeadLetters // unreadable retry records
 	pool   *dispatcher
 	enq    *enqueuer
 
@@ -169,6 +170,7 @@ func New(o Options) (*Deliverer, error) {
 	for i := range o.Delays {
 		retryNames[i] = topics.WebhookRetry[i].Name
 	}
+	d.dead = kafka.NewDeadLetters(o.Group+".retry", o.Registerer)
 	d.retry = &delayConsumer{
 		brokers: o.Brokers, group: o.Group + ".retry", topics: retryNames,
 		due: wakeupDue, handle: d.handleWakeup, now: o.Now, log: d.log, extra: o.ClientOpts,
@@ -273,9 +275,8 @@ type envelope struct {
 func (d *Deliverer) handleEvent(ctx context.Context, rec *kgo.Record) error {
 	var env envelope
 	if err := json.Unmarshal(rec.Value, &env); err != nil || env.EventID == "" || env.AccountID == "" || env.Event == "" {
-		// It can never be delivered; keep it where an operator finds it, then move on.
-		d.log.Error("event without a readable envelope dead-lettered", "topic", rec.Topic, "offset", rec.Offset, "err", err)
-		return d.deadLetter(ctx, string(rec.Key), rec.Value, map[string]string{"reason": "malformed_envelope", "topic": rec.Topic})
+		// It can never be delivered: the runner dead-letters it, then moves on.
+		return kafka.Unprocessable(fmt.Errorf("event without a readable envelope (event_id, account_id, event): %v", err))
 	}
 	okey := env.EventID // events outside orders are not ordered among themselves
 	maxAttempts := len(d.o.Delays) + 1
@@ -603,10 +604,15 @@ func wakeupDue(r *kgo.Record) time.Time {
 // n-1 made, due_at) was committed before this record could be due, or its writer holds a
 // lease and the step is tried again; if this process dies before the step is made, the
 // sweep finds the overdue head.
-func (d *Deliverer) handleWakeup(_ context.Context, r *kgo.Record) error {
+func (d *Deliverer) handleWakeup(ctx context.Context, r *kgo.Record) error {
 	var w wakeup
 	if err := json.Unmarshal(r.Value, &w); err != nil || w.EventID == "" || w.AccountID == "" {
-		d.log.Error("unreadable retry record skipped", "topic", r.Topic, "offset", r.Offset, "err", err)
+		// It can never be handled: dead-letter it, and move on only once it is stored.
+		cause := fmt.Errorf("unreadable retry record: %v", err)
+		if err := d.dead.Write(ctx, d.prod, r, cause); err != nil {
+			return err
+		}
+		d.log.Error("unreadable retry record dead-lettered", "topic", r.Topic, "offset", r.Offset, "err", cause)
 		return nil
 	}
 	d.pool.submit(w.AccountID, w.OKey, &w.step)

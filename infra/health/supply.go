@@ -4,7 +4,7 @@ import "context"
 
 // SupplySource reports the energy that can be sold now for a 1 h rental. An error means
 // the source could not be asked (supply is then reported down). The edge uses the pricer's
-// order book (infra/stages); supply.Pool is the own-stake view.
+// order book (infra/stages/edgestage); supply.Pool is the own-stake view.
 type SupplySource interface {
 	AvailableEnergy(ctx context.Context) (int64, error)
 }

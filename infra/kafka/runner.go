@@ -16,7 +16,9 @@ import (
 // Handler processes one record. Returning nil marks the record done; its offset may then
 // be committed. Returning an error means "not done": the same record is retried with
 // backoff, and nothing after it on its partition is processed or committed until it
-// succeeds. Handlers must be idempotent (delivery is at least once) and should bound their
+// succeeds. An error from Unprocessable means the record can never be processed: the
+// runner dead-letters it (DeadLetters) and, once it is stored there, moves past it as if
+// done. Handlers must be idempotent (delivery is at least once) and should bound their
 // own work with timeouts; ctx is cancelled when the runner shuts down.
 type Handler func(ctx context.Context, r *kgo.Record) error
 
@@ -58,6 +60,7 @@ type Runner struct {
 
 	processed *prometheus.CounterVec
 	failures  *prometheus.CounterVec
+	dead      *DeadLetters
 
 	// commitMu orders periodic commits with revokes: a periodic commit never sends an
 	// offset of a partition that was revoked meanwhile, which could rewind the commit of
@@ -113,6 +116,7 @@ func NewRunner(o RunnerOptions) (*Runner, error) {
 			Name: "rental_kafka_handler_errors_total",
 			Help: "Handler attempts that returned an error (each retry counts), by consumer group and topic.",
 		}, []string{"group", "topic"})),
+		dead: NewDeadLetters(o.Group, o.Registerer),
 	}
 	return r, nil
 }

@@ -2,10 +2,13 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"rental/schemas/topics"
 )
 
 // worker processes the records of one partition in order. The poll loop appends to its
@@ -100,7 +103,8 @@ func (w *worker) run(ctx context.Context) {
 	}
 }
 
-// handle runs the handler until it accepts rec, backing off between attempts. It returns
+// handle runs the handler until it accepts rec (or rec is dead-lettered), backing off
+// between attempts. It returns
 // false if the worker was stopped (or the runner shut down) before that happened.
 func (w *worker) handle(ctx context.Context, rec *kgo.Record, failures interface{ Inc() }) bool {
 	delay := w.r.o.RetryMin
@@ -108,6 +112,16 @@ func (w *worker) handle(ctx context.Context, rec *kgo.Record, failures interface
 		err := w.r.o.Handler(ctx, rec)
 		if err == nil {
 			return true
+		}
+		if IsUnprocessable(err) {
+			derr := w.r.dead.Write(ctx, w.r.cl, rec, err)
+			if derr == nil {
+				w.r.log.Error("record can never be processed; dead-lettered and committed past",
+					"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset,
+					"dead_letter_topic", topics.ConsumersDead.Name, "err", err)
+				return true
+			}
+			err = fmt.Errorf("%w; %w", err, derr) // not stored: retried, never committed past
 		}
 		failures.Inc()
 		if ctx.Err() != nil {

@@ -1,38 +1,26 @@
-// Package stages wires each stage from configuration and its live dependencies. The stage
-// binaries and the all-in-one dev stack both build stages here, so a stage is configured
-// the same way wherever it runs. It is the only package besides the binaries that knows
-// config.Config; the stages themselves take plain options.
+// Package stages is what every stage binary shares: Main (configuration, the Postgres pool,
+// the metrics listener, signal handling), Runner, the Kafka producer that creates the topic
+// catalogue, and Together. Each stage is wired from configuration in its own package below
+// this one (edgestage, relaystage, chainstage, pricerstage, orderflowstage, batchstage,
+// substage, creditstage, webhookstage; acceptstage and ledgerstage are the wiring those
+// share), so a binary links only what its stage needs: the relay, chainwatch, crediting and
+// webhook binaries link no HTTP edge. The stage binaries and the all-in-one dev stack build
+// stages through the same functions, so a stage is configured the same way wherever it
+// runs. These packages are the only ones besides the binaries that know config.Config; the
+// stages themselves take plain options.
 package stages
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
 
-	"rental/chainwatch"
-	"rental/edge"
-	"rental/infra/accounts"
 	"rental/infra/config"
-	"rental/infra/deposits"
-	"rental/infra/health"
-	"rental/infra/idempotency"
 	"rental/infra/kafka"
-	"rental/infra/orderstore"
-	"rental/infra/outbox"
-	"rental/infra/ratelimit"
-	"rental/infra/reqsign/replay"
-	"rental/infra/sessions"
-	"rental/infra/signup"
-	"rental/infra/tron"
 	"rental/schemas/topics"
 )
 
@@ -40,6 +28,11 @@ import (
 type Runner interface {
 	Run(ctx context.Context) error
 }
+
+// RunnerFunc adapts a function to Runner.
+type RunnerFunc func(ctx context.Context) error
+
+func (f RunnerFunc) Run(ctx context.Context) error { return f(ctx) }
 
 // KafkaProducer connects to cfg.KafkaBrokers and creates every catalogue topic that is
 // missing. The caller closes the client.
@@ -57,171 +50,25 @@ func KafkaProducer(ctx context.Context, cfg config.Config) (*kgo.Client, error) 
 	return cl, nil
 }
 
-// Relay is the outbox relay publishing through producer.
-func Relay(cfg config.Config, pool *pgxpool.Pool, producer *kgo.Client, log *slog.Logger, reg prometheus.Registerer) (Runner, error) {
-	return outbox.NewRelay(outbox.RelayOptions{
-		Pool:       pool,
-		Producer:   producer,
-		Logger:     log,
-		Registerer: reg,
-		SweepEvery: cfg.OutboxSweepEvery,
-		PollEvery:  cfg.OutboxPollEvery,
-	})
+// together runs several runners until the first fails or ctx ends; the edge uses it to
+// keep its in-memory caches fed for as long as it serves.
+type together []Runner
+
+func (t together) Run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, r := range t {
+		g.Go(func() error { return r.Run(gctx) })
+	}
+	return g.Wait()
 }
 
-// Chainwatch is the chain follower reading cfg.TronNodeURL and following cfg.USDTContract.
-func Chainwatch(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) (Runner, error) {
-	return chainwatch.New(chainwatch.Options{
-		Pool:          pool,
-		Source:        chainwatch.NewNodeSource(tron.NewClient(cfg.TronNodeURL), 4),
-		Outbox:        outbox.InsertRecord,
-		Network:       cfg.Network,
-		Tokens:        []tron.Address{cfg.USDTContract},
-		Confirmations: cfg.Confirmations,
-		PollEvery:     cfg.ChainPollEvery,
-		Start:         cfg.ChainStartBlock,
-		Logger:        log,
-		Registerer:    reg,
-	})
-}
-
-// Edge is the API edge with everything it serves: status probes, API keys and request
-// signing, signup and bootstrap tokens, dashboard sessions, rate limits and idempotency.
-// Redis keys of every edge component start with "rental:".
-func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (Runner, error) {
-	const redisPrefix = "rental:"
-	if len(cfg.Auth.MasterKey) == 0 {
-		return nil, errors.New("API_KEY_MASTER_KEY is not set: 64 hex characters (openssl rand -hex 32) encrypting API key secrets at rest")
+// Together runs the non-nil runners as one (see together).
+func Together(rs ...Runner) Runner {
+	var t together
+	for _, r := range rs {
+		if r != nil {
+			t = append(t, r)
+		}
 	}
-	if cfg.Deposit.HDKey == "" {
-		return nil, errors.New("DEPOSIT_HD_KEY is not set: the BIP32 root (xpub, xprv or hex seed) deposit addresses derive from")
-	}
-
-	store, err := accounts.New(pool, accounts.Options{MasterKey: cfg.Auth.MasterKey, MaxActiveKeys: cfg.Auth.MaxActiveKeys})
-	if err != nil {
-		return nil, err
-	}
-	keys, err := edge.NewKeyAuthenticator(edge.KeyAuthOptions{
-		Network:  cfg.Network,
-		Keys:     store,
-		Replay:   replay.New(rdb, redisPrefix, 0),
-		Logger:   log,
-		CacheTTL: cfg.Auth.KeyCacheTTL,
-	})
-	if err != nil {
-		return nil, err
-	}
-
-	challenges, err := signup.New(pool, signup.Options{Brand: cfg.Brand, Host: cfg.Host, Network: cfg.Network})
-	if err != nil {
-		return nil, err
-	}
-	limiter := signup.NewChallengeLimiter(rdb, signup.LimiterOptions{
-		KeyPrefix:  redisPrefix,
-		PerIP:      redis_rate.Limit{Rate: cfg.Signup.ChallengesPerMinuteIP, Burst: min(cfg.Signup.ChallengesPerMinuteIP, 10), Period: time.Minute},
-		PerAddress: redis_rate.Limit{Rate: cfg.Signup.ChallengesPerMinuteAddress, Burst: cfg.Signup.ChallengesPerMinuteAddress, Period: time.Minute},
-	})
-	deriver, err := deposits.NewDeriver(cfg.Deposit.HDKey)
-	if err != nil {
-		return nil, fmt.Errorf("DEPOSIT_HD_KEY: %w", err)
-	}
-	depositStore, err := deposits.NewStore(pool, deposits.Options{
-		Deriver:       deriver,
-		USDTContract:  cfg.USDTContract.String(),
-		Confirmations: cfg.Deposit.Confirmations,
-		SpreadBps:     cfg.Deposit.USDTSpreadBps,
-		MinUSDT:       cfg.Deposit.USDTMin,
-		MaxUSDT:       cfg.Deposit.USDTMax,
-		Network:       cfg.Network, // announces new addresses (deposit_address.rotated)
-	})
-	if err != nil {
-		return nil, err
-	}
-	sessionStore, err := sessions.NewStore(pool, sessions.Options{Idle: cfg.Signup.SessionIdle, Absolute: cfg.Signup.SessionAbsolute})
-	if err != nil {
-		return nil, err
-	}
-	signupAPI, err := edge.NewSignup(edge.SignupOptions{
-		Brand: cfg.Brand, Network: cfg.Network, Challenges: challenges, Limiter: limiter,
-		Accounts: store, Deposits: depositStore, MinDepositSun: cfg.Deposit.MinDepositSun,
-	})
-	if err != nil {
-		return nil, err
-	}
-	sessionAPI, err := edge.NewSession(edge.SessionOptions{Network: cfg.Network, Challenges: challenges, Sessions: sessionStore, Accounts: store})
-	if err != nil {
-		return nil, err
-	}
-	ledgerAPI, err := ledgerEdge(cfg, pool, depositStore, log) // infra/stages/ledger.go
-	if err != nil {
-		return nil, err
-	}
-	// The account renderer and the limits must be the same values for GET and PATCH
-	// /v1/account, so both take these two.
-	sources := edge.AccountSources{Brand: cfg.Brand, Network: cfg.Network, Deposits: edge.DepositAddressRefs{Store: depositStore},
-		Ledger: ledgerAPI.Accounts,
-		Limits: edge.AccountLimits{MaxOrderEnergy: cfg.Orders.MaxOrderEnergy, MaxBatchReceivers: cfg.Batches.MaxReceivers}}
-	limits := edge.RateLimits{Quota: ratelimit.Quota{Daily: cfg.Auth.QuotaDaily, Monthly: cfg.Auth.QuotaMonthly}}
-	patchAPI, err := edge.NewAccountPatch(edge.AccountPatchOptions{Accounts: store, Sources: sources, RateLimits: limits})
-	if err != nil {
-		return nil, err
-	}
-
-	idem := idempotency.New(pool, idempotency.Options{})
-	pricingAPI, snapshots, err := pricingModule(cfg, pool, rdb, idem, log)
-	if err != nil {
-		return nil, err
-	}
-	ordersAPI, err := ordersModule(cfg, pool, pricingAPI, nil, idem, log, reg)
-	if err != nil {
-		return nil, err
-	}
-
-	batchesAPI, err := batchesModule(cfg, ordersAPI, log)
-	if err != nil {
-		return nil, err
-	}
-
-	webhooksAPI, err := webhooksModule(cfg, pool, idem)
-	if err != nil {
-		return nil, err
-	}
-	subscriptionsAPI, err := subscriptionsModule(cfg, pool, pricingAPI, idem, log)
-	if err != nil {
-		return nil, err
-	}
-
-	// The status supply figure is the 1 h energy depth of the pricer's order book: what
-	// GET /v1/prices shows as available_energy, on either network (own pools, providers).
-	checker := health.NewChecker(health.Options{
-		Database: health.NewPostgres(pool),
-		Supply:   snapshotSupply{snapshots},
-		Delivery: orderstore.DeliveryStats{Pool: pool},
-		Logger:   log,
-	})
-
-	server, err := edge.New(edge.Options{
-		Logger:         log,
-		Registerer:     reg,
-		Network:        cfg.Network,
-		Brand:          cfg.Brand,
-		Addr:           cfg.HTTPAddr,
-		Status:         checker,
-		ShutdownGrace:  cfg.ShutdownGrace,
-		Keys:           keys,
-		Bootstrap:      signupAPI.Bootstrap(),
-		Sessions:       sessionAPI.Authenticator(),
-		Modules:        []edge.Module{signupAPI, sessionAPI, patchAPI, pricingAPI, webhooksAPI, ordersAPI, batchesAPI, subscriptionsAPI, ledgerAPI.Balance, ledgerAPI.Deposits},
-		TrustedProxies: cfg.Auth.TrustedProxies,
-		Limiter:        ratelimit.New(rdb, redisPrefix),
-		RateLimits:     limits,
-		Accounts:       store,
-		Idempotency:    idem,
-		MaxActiveKeys:  cfg.Auth.MaxActiveKeys,
-		Account:        sources,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return together{server, snapshots}, nil
+	return t
 }

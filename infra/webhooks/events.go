@@ -5,27 +5,23 @@
 // (consumers/webhookdelivery) build on it.
 package webhooks
 
-import "slices"
+import (
+	"slices"
 
-// EventTypes is every customer event type of rental-api-v1 ("Event types"), the vocabulary
-// an endpoint's `events` filter is validated against. New types are appended here when the
-// spec adds them; an endpoint registered without an events list receives them without
-// re-registration (its filter is stored as "all", not as this list).
-var eventTypes = []string{
-	"order.confirmed",
-	"order.failed",
-	"order.expired",
-	"order.reclaimed",
-	"order.refunded",
-	"batch.completed",
-	"subscription.refilled",
-	"subscription.suspended",
-	"subscription.paused",
-	"subscription.charged",
-	"balance.credited",
-	"balance.low",
-	"deposit_address.rotated",
-}
+	"rental/schemas/events"
+)
+
+// eventTypes is every customer event type of rental-api-v1 ("Event types"): the event
+// catalogue (schemas/events), the vocabulary an endpoint's `events` filter is validated
+// against. An endpoint registered without an events list receives types the catalogue
+// gains later without re-registration (its filter is stored as "all", not as this list).
+var eventTypes = func() []string {
+	var names []string
+	for _, t := range events.Catalogue() {
+		names = append(names, t.Name)
+	}
+	return names
+}()
 
 // EventTypes returns a copy of the catalogue.
 func EventTypes() []string { return slices.Clone(eventTypes) }

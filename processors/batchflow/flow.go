@@ -62,7 +62,7 @@ var ErrPlacedBefore = errors.New("batchflow: the receiver's order exists")
 // Placer places an order for an account inside tx with every check and charge of
 // POST /v1/orders, and returns its id. A refusal is a catalogue error (*apierr.Error) and
 // writes nothing; an order with the placement's client_order_id in the batch already is
-// ErrPlacedBefore. infra/stages adapts edge.Orders.PlaceTx to it.
+// ErrPlacedBefore. infra/stages/batchstage adapts edge.Orders.PlaceTx to it.
 type Placer interface {
 	Place(ctx context.Context, tx pgx.Tx, accountID string, p Placement) (orderID string, err error)
 }
@@ -343,8 +343,7 @@ func (f *Flow) ended(fin *batchstore.Finished) {
 func (f *Flow) HandleOrderEvent(ctx context.Context, r *kgo.Record) error {
 	var env events.Envelope
 	if err := json.Unmarshal(r.Value, &env); err != nil {
-		f.log.Error("malformed order event skipped", "offset", r.Offset, "partition", r.Partition)
-		return nil
+		return kafka.Unprocessable(fmt.Errorf("not an event envelope: %w", err)) // dead-lettered
 	}
 	if env.Event != orders.EventConfirmed && env.Event != orders.EventFailed {
 		return nil
@@ -354,8 +353,7 @@ func (f *Flow) HandleOrderEvent(ctx context.Context, r *kgo.Record) error {
 		BatchID *string `json:"batch_id"`
 	}
 	if err := json.Unmarshal(env.Data, &d); err != nil || d.OrderID == "" {
-		f.log.Error("order event without order_id skipped", "event_id", env.EventID)
-		return nil
+		return kafka.Unprocessable(fmt.Errorf("%s event %s without an order_id: %v", env.Event, env.EventID, err)) // dead-lettered
 	}
 	// order.confirmed names the batch; order.failed does not (the spec's fields), so a
 	// failed order is looked up by id.

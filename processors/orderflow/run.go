@@ -73,8 +73,7 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 func (f *Flow) HandleIntent(ctx context.Context, r *kgo.Record) error {
 	var in orderstore.Intent
 	if err := json.Unmarshal(r.Value, &in); err != nil || in.OrderID == "" {
-		f.log.Error("malformed order intent skipped", "offset", r.Offset, "partition", r.Partition)
-		return nil
+		return kafka.Unprocessable(fmt.Errorf("order intent without an order id: %v", err)) // dead-lettered
 	}
 	f.advanceLogged(ctx, in.OrderID)
 	return nil
@@ -95,8 +94,7 @@ func (f *Flow) advanceLogged(ctx context.Context, orderID string) {
 func (f *Flow) HandleFact(ctx context.Context, r *kgo.Record) error {
 	var fact events.ChainFact
 	if err := json.Unmarshal(r.Value, &fact); err != nil {
-		f.log.Error("malformed chain fact skipped", "offset", r.Offset, "partition", r.Partition)
-		return nil
+		return kafka.Unprocessable(fmt.Errorf("not a chain fact: %w", err)) // dead-lettered
 	}
 	var orderID string
 	var err error

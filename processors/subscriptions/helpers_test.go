@@ -19,7 +19,7 @@ import (
 	"rental/edge"
 	"rental/infra/idempotency"
 	"rental/infra/ledgerstore"
-	"rental/infra/stages"
+	"rental/infra/stages/substage"
 	"rental/infra/substore"
 	"rental/infra/testenv"
 	"rental/infra/testenv/chainstack"
@@ -125,7 +125,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.placer = stages.RefillPlacer{Orders: om}
+	e.placer = substage.RefillPlacer{Orders: om}
 	t.Cleanup(func() {
 		vs, err := ledgerstore.CheckPool(context.Background(), e.db.Pool, ledgerstore.CheckOptions{})
 		if err != nil {

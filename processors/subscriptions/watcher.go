@@ -51,7 +51,7 @@ type Placed struct {
 
 // Placer prices, charges and stores an order inside tx with every check of POST
 // /v1/orders, refusing with the same catalogue errors (4001 with required_sun and
-// available_sun, 3006, 5001, ...) and writing nothing on a refusal. infra/stages wires
+// available_sun, 3006, 5001, ...) and writing nothing on a refusal. infra/stages/substage wires
 // the edge's order module into it. ErrPlacedBefore means an order with the client order id
 // exists already.
 type Placer interface {

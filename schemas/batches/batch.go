@@ -12,8 +12,8 @@ import (
 // MaxReceivers is the spec's batch size limit; an account's max_batch_receivers may be lower.
 const MaxReceivers = 100
 
-// EventCompleted is the one event of a batch.
-const EventCompleted = "batch.completed"
+// EventCompleted is the one event of a batch (named in the event catalogue, schemas/events).
+const EventCompleted = events.EventBatchCompleted
 
 // Status is a batch's status. The spec names partial; the other values are this service's
 // (docs/batches.md "Status").

@@ -1,12 +1,5 @@
 package events
 
-// Account event types of the ledger (topic events.accounts.v1, keyed by account id).
-const (
-	EventBalanceCredited       = "balance.credited"
-	EventBalanceLow            = "balance.low"
-	EventDepositAddressRotated = "deposit_address.rotated"
-)
-
 // BalanceCredited is the data of balance.credited (balancecredited.schema.json). Every field
 // of the spec is always present; the ones that do not apply are null:
 //   - reason deposit: tx_hash = txid = the transaction id, sender, block_number set;

@@ -1,13 +1,5 @@
 package events
 
-// Subscription event types (topic events.subscriptions.v1, keyed by subscription_id).
-const (
-	EventSubscriptionRefilled  = "subscription.refilled"
-	EventSubscriptionSuspended = "subscription.suspended"
-	EventSubscriptionPaused    = "subscription.paused"
-	EventSubscriptionCharged   = "subscription.charged"
-)
-
 // SubscriptionRefilled is the data of subscription.refilled (subscriptionrefilled.schema.json):
 // an auto-refill placed an order. TriggerAvailable is the free resource seen on the address
 // when the refill fired (Semantics 8); RefillsToday counts this refill.

@@ -120,13 +120,13 @@ type Record struct {
 	UpdatedAt         events.Time     `json:"updated_at"`
 }
 
-// Event types of orders.
+// Event types of orders (named in the event catalogue, schemas/events).
 const (
-	EventConfirmed = "order.confirmed"
-	EventFailed    = "order.failed"
-	EventExpired   = "order.expired"
-	EventReclaimed = "order.reclaimed"
-	EventRefunded  = "order.refunded"
+	EventConfirmed = events.EventOrderConfirmed
+	EventFailed    = events.EventOrderFailed
+	EventExpired   = events.EventOrderExpired
+	EventReclaimed = events.EventOrderReclaimed
+	EventRefunded  = events.EventOrderRefunded
 )
 
 // ConfirmedData is the data of order.confirmed.

@@ -6,6 +6,8 @@ package topics
 import (
 	"fmt"
 	"time"
+
+	"rental/schemas/events"
 )
 
 // Cleanup is the topic's cleanup.policy.
@@ -106,25 +108,38 @@ var WebhookRetry = func() []Topic {
 var WebhookDead = Topic{Name: "webhooks.dead.v1", Key: "ordering key", Partitions: 12, Retention: 30 * day, Cleanup: Delete,
 	Doc: "Dead-lettered webhook deliveries (consumers/webhookdelivery)."}
 
+// ConsumersDead receives the records a consumer can never process (an intent without an
+// order id, an event without a readable envelope): the record as it was read, with its own
+// headers and headers naming its source topic, partition and offset, the consumer group and
+// the error (infra/kafka.DeadLetters). A consumer commits past such a record only once it is
+// here; an operator inspects and replays from here.
+var ConsumersDead = Topic{Name: "consumers.dead.v1", Key: "the source record's key", Partitions: 3, Retention: 30 * day, Cleanup: Delete,
+	Doc: "Records a consumer can never process, with their source and the error (infra/kafka.DeadLetters)."}
+
 // All lists every topic the service uses; stages create them at start.
 func All() []Topic {
 	all := []Topic{ChainFacts, OrderEvents, AccountEvents, SubscriptionEvents, BatchEvents, MarketData, OrderIntents}
 	all = append(all, WebhookRetry...)
-	return append(all, WebhookDead)
+	return append(all, WebhookDead, ConsumersDead)
 }
 
-// ForEvent routes a customer event type to its topic. ok is false for an unknown type.
+// aggregateTopics is the topic of each aggregate's customer events: keyed by the
+// aggregate's id, so one order's (batch's, subscription's, account's) events stay in order.
+var aggregateTopics = map[events.Aggregate]Topic{
+	events.AggregateOrder:        OrderEvents,
+	events.AggregateAccount:      AccountEvents,
+	events.AggregateSubscription: SubscriptionEvents,
+	events.AggregateBatch:        BatchEvents,
+}
+
+// ForEvent routes a customer event type to its topic: the topic of its aggregate in the
+// event catalogue (events.AggregateOf; a type not catalogued yet goes with its family).
+// ok is false for an unknown type.
 func ForEvent(eventType string) (Topic, bool) {
-	for prefix, t := range map[string]Topic{
-		"order.":           OrderEvents,
-		"balance.":         AccountEvents,
-		"deposit_address.": AccountEvents,
-		"subscription.":    SubscriptionEvents,
-		"batch.":           BatchEvents,
-	} {
-		if len(eventType) > len(prefix) && eventType[:len(prefix)] == prefix {
-			return t, true
-		}
+	a, ok := events.AggregateOf(eventType)
+	if !ok {
+		return Topic{}, false
 	}
-	return Topic{}, false
+	t, ok := aggregateTopics[a]
+	return t, ok
 }

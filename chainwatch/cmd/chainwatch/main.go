@@ -6,10 +6,11 @@ package main
 
 import (
 	"rental/infra/stages"
+	"rental/infra/stages/chainstage"
 )
 
 func main() {
 	stages.Main("chainwatch", func(p *stages.Process) (stages.Runner, error) {
-		return stages.Chainwatch(p.Cfg, p.Pool, p.Log, p.Reg)
+		return chainstage.Chainwatch(p.Cfg, p.Pool, p.Log, p.Reg)
 	})
 }

@@ -7,15 +7,18 @@
 // are unique per address, so a second sweeper only repeats node reads).
 package main
 
-import "rental/infra/stages"
+import (
+	"rental/infra/stages"
+	"rental/infra/stages/creditstage"
+)
 
 func main() {
 	stages.Main("crediting", func(p *stages.Process) (stages.Runner, error) {
-		consumer, err := stages.Crediting(p.Cfg, p.Pool, p.Log, p.Reg)
+		consumer, err := creditstage.Crediting(p.Cfg, p.Pool, p.Log, p.Reg)
 		if err != nil {
 			return nil, err
 		}
-		sweeper, err := stages.Sweeper(p.Cfg, p.Pool, p.Log, p.Reg)
+		sweeper, err := creditstage.Sweeper(p.Cfg, p.Pool, p.Log, p.Reg)
 		if err != nil {
 			return nil, err
 		}

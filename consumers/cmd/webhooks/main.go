@@ -7,6 +7,7 @@ package main
 
 import (
 	"rental/infra/stages"
+	"rental/infra/stages/webhookstage"
 )
 
 func main() {
@@ -17,6 +18,6 @@ func main() {
 			return nil, err
 		}
 		producer.Close()
-		return stages.WebhookDeliverer(p.Cfg, p.Pool, p.Log, p.Reg)
+		return webhookstage.WebhookDeliverer(p.Cfg, p.Pool, p.Log, p.Reg)
 	})
 }

@@ -7,6 +7,7 @@ package main
 import (
 	"rental/infra/redisx"
 	"rental/infra/stages"
+	"rental/infra/stages/edgestage"
 )
 
 func main() {
@@ -16,6 +17,6 @@ func main() {
 			return nil, err
 		}
 		p.Defer(func() { _ = rdb.Close() })
-		return stages.Edge(p.Cfg, p.Pool, rdb, p.Log, p.Reg)
+		return edgestage.Edge(p.Cfg, p.Pool, rdb, p.Log, p.Reg)
 	})
 }

@@ -7,7 +7,7 @@
 // loopback with free ports: an embedded Kafka broker (kfake, data in a temporary directory),
 // the TRON node simulator (fast blocks, one large own stake pool, pre-activated receivers),
 // the outbox relay, chainwatch, the pricer, the order processor and the edge, each built by
-// infra/stages as the binaries build them, each stage with its own Postgres pool as when they
+// the infra/stages packages as the binaries build them, each stage with its own Postgres pool as when they
 // run as separate binaries. Redis is the server of REDIS_URL on a database of its own
 // (ORDERS_BENCH_REDIS_DB, default 12), whose "rental:" and "pricing:" keys are deleted at the end.
 //
@@ -80,6 +80,12 @@ import (
 	"rental/infra/redisx"
 	"rental/infra/reqsign"
 	"rental/infra/stages"
+	"rental/infra/stages/chainstage"
+	"rental/infra/stages/edgestage"
+	"rental/infra/stages/ledgerstage"
+	"rental/infra/stages/orderflowstage"
+	"rental/infra/stages/pricerstage"
+	"rental/infra/stages/relaystage"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
 	"rental/schemas/ledger"
@@ -692,12 +698,14 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 		name string
 		b    build
 	}{
-		{"relay", func(pool *pgxpool.Pool) (stages.Runner, error) { return stages.Relay(cfg, pool, producer, log, reg) }},
-		{"chainwatch", func(pool *pgxpool.Pool) (stages.Runner, error) { return stages.Chainwatch(cfg, pool, log, reg) }},
-		{"pricer", func(pool *pgxpool.Pool) (stages.Runner, error) {
-			return stages.Pricer(cfg, pool, p.rdb, producer, log, reg)
+		{"relay", func(pool *pgxpool.Pool) (stages.Runner, error) {
+			return relaystage.Relay(cfg, pool, producer, log, reg)
 		}},
-		{"orderflow", func(pool *pgxpool.Pool) (stages.Runner, error) { return stages.Processor(cfg, pool, log, reg) }},
+		{"chainwatch", func(pool *pgxpool.Pool) (stages.Runner, error) { return chainstage.Chainwatch(cfg, pool, log, reg) }},
+		{"pricer", func(pool *pgxpool.Pool) (stages.Runner, error) {
+			return pricerstage.Pricer(cfg, pool, p.rdb, producer, log, reg)
+		}},
+		{"orderflow", func(pool *pgxpool.Pool) (stages.Runner, error) { return orderflowstage.Processor(cfg, pool, log, reg) }},
 	}
 	if st.noProcessor {
 		builds = builds[:len(builds)-1]
@@ -714,7 +722,7 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 		}
 		g.Go(func() error { return r.Run(gctx) })
 	}
-	api, err := stages.Edge(cfg, edgePool, p.rdb, log, reg)
+	api, err := edgestage.Edge(cfg, edgePool, p.rdb, log, reg)
 	if err != nil {
 		return p, fmt.Errorf("edge: %w", err)
 	}
@@ -983,7 +991,7 @@ func (p *pipeline) setupAccounts(ctx context.Context, st settings, say func(stri
 	if err != nil {
 		return nil, err
 	}
-	led, err := stages.Ledger(p.cfg, p.setupPool)
+	led, err := ledgerstage.Ledger(p.cfg, p.setupPool)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ import (
 	"rental/infra/config"
 	"rental/infra/ledgerstore"
 	"rental/infra/pg"
-	"rental/infra/stages"
+	"rental/infra/stages/ledgerstage"
 	"rental/schemas/apierr"
 )
 
@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		return 1, err
 	}
 	defer pool.Close()
-	l, err := stages.Ledger(cfg, pool)
+	l, err := ledgerstage.Ledger(cfg, pool)
 	if err != nil {
 		return 1, err
 	}
@@ -100,7 +100,7 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 
 	switch cmd {
 	case "invariants":
-		v, err := ledgerstore.CheckPool(ctx, pool, stages.InvariantChecks())
+		v, err := ledgerstore.CheckPool(ctx, pool, ledgerstage.InvariantChecks())
 		if err != nil {
 			return 1, err
 		}
@@ -136,7 +136,7 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		}
 		rate := ledgerstore.Rate{SunPerUSDT: *rateSun, Source: "support"}
 		if *rateSun <= 0 {
-			r, ok, err := stages.USDTRate(cfg).Rate(ctx)
+			r, ok, err := ledgerstage.USDTRate(cfg).Rate(ctx)
 			if err != nil {
 				return 1, err
 			}
@@ -193,11 +193,11 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		if err != nil {
 			return 2, err
 		}
-		store, err := stages.DepositStore(cfg, pool)
+		store, err := ledgerstage.DepositStore(cfg, pool)
 		if err != nil {
 			return 1, err
 		}
-		rot, err := store.Rotate(ctx, *account, a, *reason, stages.RotationPolicy(cfg))
+		rot, err := store.Rotate(ctx, *account, a, *reason, ledgerstage.RotationPolicy(cfg))
 		if err != nil {
 			if e := apierr.As(err); e.Code == apierr.DepositRotationLimited {
 				return 1, fmt.Errorf("%s (retry after %d s)", e.Message, e.RetryAfter)

@@ -31,6 +31,15 @@ import (
 	"rental/infra/pg"
 	"rental/infra/redisx"
 	"rental/infra/stages"
+	"rental/infra/stages/batchstage"
+	"rental/infra/stages/chainstage"
+	"rental/infra/stages/creditstage"
+	"rental/infra/stages/edgestage"
+	"rental/infra/stages/orderflowstage"
+	"rental/infra/stages/pricerstage"
+	"rental/infra/stages/relaystage"
+	"rental/infra/stages/substage"
+	"rental/infra/stages/webhookstage"
 	"rental/infra/supply"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
@@ -165,28 +174,28 @@ func run(log *slog.Logger) error {
 	defer producer.Close()
 
 	reg := metrics.NewRegistry()
-	relay, err := stages.Relay(cfg, pool, producer, log, reg)
+	relay, err := relaystage.Relay(cfg, pool, producer, log, reg)
 	if err != nil {
 		return err
 	}
-	follower, err := stages.Chainwatch(cfg, pool, log, reg)
+	follower, err := chainstage.Chainwatch(cfg, pool, log, reg)
 	if err != nil {
 		return err
 	}
-	prices, err := stages.Pricer(cfg, pool, rdb, producer, log, reg)
+	prices, err := pricerstage.Pricer(cfg, pool, rdb, producer, log, reg)
 	if err != nil {
 		return err
 	}
-	api, err := stages.Edge(cfg, pool, rdb, log, reg)
+	api, err := edgestage.Edge(cfg, pool, rdb, log, reg)
 	if err != nil {
 		return err
 	}
-	deliverer, err := stages.WebhookDeliverer(cfg, pool, log, reg)
+	deliverer, err := webhookstage.WebhookDeliverer(cfg, pool, log, reg)
 	if err != nil {
 		return err
 	}
 	g.Go(func() error { return deliverer.Run(gctx) })
-	credit, err := stages.Crediting(cfg, pool, log, reg) // deposits -> ledger (docs/ledger.md)
+	credit, err := creditstage.Crediting(cfg, pool, log, reg) // deposits -> ledger (docs/ledger.md)
 	if err != nil {
 		return err
 	}
@@ -194,17 +203,17 @@ func run(log *slog.Logger) error {
 	if cfg.Ledger.Treasury != "" && cfg.Ledger.SweepPoolKey == "" {
 		cfg.Ledger.SweepPoolKey = pool0.Hex() // the dev pool lends energy for USDT sweeps
 	}
-	if sweeper, err := stages.Sweeper(cfg, pool, log, reg); err != nil {
+	if sweeper, err := creditstage.Sweeper(cfg, pool, log, reg); err != nil {
 		return err
 	} else if sweeper != nil {
 		g.Go(func() error { return sweeper.Run(gctx) })
 	}
-	processor, err := stages.Processor(cfg, pool, log, reg)
+	processor, err := orderflowstage.Processor(cfg, pool, log, reg)
 	if err != nil {
 		return err
 	}
 	g.Go(func() error { return processor.Run(gctx) })
-	batchProcessor, err := stages.Batches(cfg, pool, rdb, log, reg)
+	batchProcessor, err := batchstage.Batches(cfg, pool, rdb, log, reg)
 	if err != nil {
 		return err
 	}
@@ -212,7 +221,7 @@ func run(log *slog.Logger) error {
 	if _, set := os.LookupEnv("SUBSCRIPTION_CHECK_INTERVAL"); !set {
 		cfg.Subscriptions.CheckEvery = 3 * time.Second // development: refills react within a few seconds
 	}
-	watcher, err := stages.SubscriptionWatcher(cfg, pool, rdb, log, reg) // auto-refill (docs/subscriptions.md)
+	watcher, err := substage.SubscriptionWatcher(cfg, pool, rdb, log, reg) // auto-refill (docs/subscriptions.md)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ package main
 
 import (
 	"rental/infra/stages"
+	"rental/infra/stages/relaystage"
 )
 
 func main() {
@@ -14,6 +15,6 @@ func main() {
 			return nil, err
 		}
 		p.Defer(producer.Close)
-		return stages.Relay(p.Cfg, p.Pool, producer, p.Log, p.Reg)
+		return relaystage.Relay(p.Cfg, p.Pool, producer, p.Log, p.Reg)
 	})
 }

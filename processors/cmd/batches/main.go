@@ -12,6 +12,7 @@ package main
 import (
 	"rental/infra/redisx"
 	"rental/infra/stages"
+	"rental/infra/stages/batchstage"
 )
 
 func main() {
@@ -21,6 +22,6 @@ func main() {
 			return nil, err
 		}
 		p.Defer(func() { _ = rdb.Close() })
-		return stages.Batches(p.Cfg, p.Pool, rdb, p.Log, p.Reg)
+		return batchstage.Batches(p.Cfg, p.Pool, rdb, p.Log, p.Reg)
 	})
 }

@@ -24,6 +24,7 @@ import (
 	"rental/infra/metrics"
 	"rental/infra/pg"
 	"rental/infra/stages"
+	"rental/infra/stages/orderflowstage"
 )
 
 func main() {
@@ -35,7 +36,7 @@ func main() {
 		return
 	}
 	stages.Main("orderflow", func(p *stages.Process) (stages.Runner, error) {
-		return stages.Processor(p.Cfg, p.Pool, p.Log, p.Reg)
+		return orderflowstage.Processor(p.Cfg, p.Pool, p.Log, p.Reg)
 	})
 }
 
@@ -58,7 +59,7 @@ func refund(args []string) error {
 		return err
 	}
 	defer pool.Close()
-	f, err := stages.OrderFlow(cfg, pool, slog.Default(), metrics.NewRegistry())
+	f, err := orderflowstage.OrderFlow(cfg, pool, slog.Default(), metrics.NewRegistry())
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,7 @@ import (
 	"rental/infra/pricestore"
 	"rental/infra/redisx"
 	"rental/infra/stages"
+	"rental/infra/stages/pricerstage"
 	"rental/schemas/events"
 	"rental/schemas/pricing"
 )
@@ -80,7 +81,7 @@ func run(log *slog.Logger, args []string) error {
 	defer producer.Close()
 
 	reg := metrics.NewRegistry()
-	p, err := stages.Pricer(cfg, pool, rdb, producer, log, reg)
+	p, err := pricerstage.Pricer(cfg, pool, rdb, producer, log, reg)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ package main
 import (
 	"rental/infra/redisx"
 	"rental/infra/stages"
+	"rental/infra/stages/substage"
 )
 
 func main() {
@@ -22,6 +23,6 @@ func main() {
 			return nil, err
 		}
 		p.Defer(func() { _ = rdb.Close() })
-		return stages.SubscriptionWatcher(p.Cfg, p.Pool, rdb, p.Log, p.Reg)
+		return substage.SubscriptionWatcher(p.Cfg, p.Pool, rdb, p.Log, p.Reg)
 	})
 }

@@ -1,4 +1,4 @@
-package stages
+package batchstage
 
 import (
 	"context"
@@ -14,21 +14,12 @@ import (
 	"rental/edge"
 	"rental/infra/config"
 	"rental/infra/idempotency"
+	"rental/infra/stages"
+	"rental/infra/stages/acceptstage"
 	"rental/infra/tron"
 	"rental/processors/batchflow"
 	"rental/schemas/pricing"
 )
-
-// batchesModule is the edge's batch endpoints over the order module.
-func batchesModule(cfg config.Config, ordersAPI *edge.Orders, log *slog.Logger) (*edge.Batches, error) {
-	return edge.NewBatches(edge.BatchesOptions{
-		Orders:         ordersAPI,
-		MaxReceivers:   cfg.Batches.MaxReceivers,
-		MaxTotalEnergy: cfg.Batches.MaxTotalEnergy,
-		MaxOpen:        cfg.Batches.MaxOpen,
-		Logger:         log,
-	})
-}
 
 // BatchPlacer adapts the edge's order placement (edge.Orders.PlaceTx: every check and the
 // charge of POST /v1/orders) to the batch processor's Placer.
@@ -57,13 +48,13 @@ func (b BatchPlacer) Place(ctx context.Context, tx pgx.Tx, accountID string, p b
 // BatchFlow is the batch processor's logic placing orders through the edge's order module,
 // priced from the pricer's snapshots in Redis. The returned runner keeps the snapshot cache
 // fed; run it next to the flow.
-func BatchFlow(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (*batchflow.Flow, Runner, error) {
+func BatchFlow(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (*batchflow.Flow, stages.Runner, error) {
 	idem := idempotency.New(pool, idempotency.Options{})
-	pricingAPI, snapshots, err := pricingModule(cfg, pool, rdb, idem, log)
+	pricingAPI, snapshots, err := acceptstage.PricingModule(cfg, pool, rdb, idem, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	ordersAPI, err := ordersModule(cfg, pool, pricingAPI, nil, idem, log, nil)
+	ordersAPI, err := acceptstage.OrdersModule(cfg, pool, pricingAPI, nil, idem, log, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -83,15 +74,15 @@ func BatchFlow(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *sl
 
 // Batches is the batch processor stage: pending receivers claimed with SKIP LOCKED, and
 // order outcomes as one member of the batchflow.orders consumer group.
-func Batches(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (Runner, error) {
+func Batches(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (stages.Runner, error) {
 	f, snapshots, err := BatchFlow(cfg, pool, rdb, log, reg)
 	if err != nil {
 		return nil, err
 	}
-	flow := runnerFunc(func(ctx context.Context) error {
+	flow := stages.RunnerFunc(func(ctx context.Context) error {
 		return f.Run(ctx, batchflow.RunOptions{Brokers: cfg.KafkaBrokers,
 			ClientOpts: []kgo.Opt{kgo.SessionTimeout(cfg.Processor.SessionTimeout), kgo.HeartbeatInterval(cfg.Processor.SessionTimeout / 5),
 				kgo.RebalanceTimeout(cfg.Processor.SessionTimeout)}})
 	})
-	return Together(flow, snapshots), nil
+	return stages.Together(flow, snapshots), nil
 }

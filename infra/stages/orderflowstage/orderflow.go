@@ -1,4 +1,6 @@
-package stages
+// Package orderflowstage wires the order processor (processors/orderflow) from
+// configuration.
+package orderflowstage
 
 import (
 	"context"
@@ -14,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"rental/infra/config"
+	"rental/infra/stages"
+	"rental/infra/stages/ledgerstage"
 	"rental/infra/supply"
 	"rental/infra/tron"
 	"rental/processors/orderflow"
@@ -26,7 +30,7 @@ func OrderFlow(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prom
 	if len(cfg.PoolKeys) == 0 && cfg.Network.SellsOwnStake() {
 		return nil, errors.New("POOL_KEYS is not set: the order processor signs delegations with the stake pools' keys")
 	}
-	led, err := Ledger(cfg, pool)
+	led, err := ledgerstage.Ledger(cfg, pool)
 	if err != nil {
 		return nil, err
 	}
@@ -59,20 +63,15 @@ func OrderFlow(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prom
 
 // Processor is the order processor stage: intents, chain facts and due orders, as one
 // member of the processors' consumer groups.
-func Processor(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) (Runner, error) {
+func Processor(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) (stages.Runner, error) {
 	f, err := OrderFlow(cfg, pool, log, reg)
 	if err != nil {
 		return nil, err
 	}
-	return runnerFunc(func(ctx context.Context) error {
+	return stages.RunnerFunc(func(ctx context.Context) error {
 		return f.Run(ctx, orderflow.RunOptions{Brokers: cfg.KafkaBrokers,
 			ClientOpts: []kgo.Opt{kgo.SessionTimeout(cfg.Processor.SessionTimeout), kgo.HeartbeatInterval(cfg.Processor.SessionTimeout / 5),
 				// A replica that died mid-rebalance holds the group up for at most this long.
 				kgo.RebalanceTimeout(cfg.Processor.SessionTimeout)}})
 	}), nil
 }
-
-// runnerFunc adapts a function to Runner.
-type runnerFunc func(ctx context.Context) error
-
-func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }

@@ -1,4 +1,4 @@
-package stages
+package substage
 
 import (
 	"context"
@@ -14,44 +14,29 @@ import (
 	"rental/edge"
 	"rental/infra/config"
 	"rental/infra/idempotency"
+	"rental/infra/stages"
+	"rental/infra/stages/acceptstage"
+	"rental/infra/stages/ledgerstage"
 	"rental/infra/tron"
 	"rental/processors/subscriptions"
 	"rental/schemas/pricing"
 )
 
-// subscriptionsModule is the edge's subscription endpoints: the plans priced from the
-// pricing module's snapshot, fees charged through the ledger, SUBSCRIPTIONS_AVAILABLE.
-func subscriptionsModule(cfg config.Config, pool *pgxpool.Pool, pricingAPI *edge.Pricing, idem *idempotency.Store, log *slog.Logger) (*edge.Subscriptions, error) {
-	led, err := Ledger(cfg, pool)
-	if err != nil {
-		return nil, err
-	}
-	available := cfg.Subscriptions.Available
-	return edge.NewSubscriptions(edge.SubscriptionsOptions{
-		Network:     cfg.Network,
-		Ledger:      led,
-		Idempotency: idem,
-		Pricing:     pricingAPI,
-		Available:   func() bool { return available },
-		Logger:      log,
-	})
-}
-
 // SubscriptionWatcher is the subscription watcher stage (processors/subscriptions): it
 // reads receivers from TRON_NODE_URL and places refills through the edge's order module
 // (every check of POST /v1/orders, priced from the pricer's snapshot in Redis, which the
 // returned runner keeps fed), and charges plan fees through the ledger.
-func SubscriptionWatcher(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (Runner, error) {
+func SubscriptionWatcher(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (stages.Runner, error) {
 	idem := idempotency.New(pool, idempotency.Options{})
-	pricingAPI, snapshots, err := pricingModule(cfg, pool, rdb, idem, log)
+	pricingAPI, snapshots, err := acceptstage.PricingModule(cfg, pool, rdb, idem, log)
 	if err != nil {
 		return nil, err
 	}
-	led, err := Ledger(cfg, pool)
+	led, err := ledgerstage.Ledger(cfg, pool)
 	if err != nil {
 		return nil, err
 	}
-	ordersAPI, err := ordersModule(cfg, pool, pricingAPI, led, idem, log, nil)
+	ordersAPI, err := acceptstage.OrdersModule(cfg, pool, pricingAPI, led, idem, log, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +54,7 @@ func SubscriptionWatcher(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Clien
 	if err != nil {
 		return nil, err
 	}
-	return Together(w, snapshots), nil
+	return stages.Together(w, snapshots), nil
 }
 
 // RefillPlacer places the watcher's refills through the edge's order module, so a refill

@@ -1,4 +1,4 @@
-package stages
+package acceptstage
 
 import (
 	"log/slog"
@@ -10,16 +10,17 @@ import (
 	"rental/infra/config"
 	"rental/infra/idempotency"
 	"rental/infra/ledgerstore"
+	"rental/infra/stages/ledgerstage"
 	"rental/infra/tron"
 )
 
-// ordersModule is the edge's order endpoints. led is the edge's ledger (its balance.low
-// rule applies to the holds order creation places); nil builds one the same way (Ledger).
-func ordersModule(cfg config.Config, pool *pgxpool.Pool, pricingAPI *edge.Pricing, led *ledgerstore.Ledger,
+// OrdersModule is the edge's order endpoints. led is the edge's ledger (its balance.low
+// rule applies to the holds order creation places); nil builds one the same way (ledgerstage.Ledger).
+func OrdersModule(cfg config.Config, pool *pgxpool.Pool, pricingAPI *edge.Pricing, led *ledgerstore.Ledger,
 	idem *idempotency.Store, log *slog.Logger, reg prometheus.Registerer) (*edge.Orders, error) {
 	if led == nil {
 		var err error
-		if led, err = Ledger(cfg, pool); err != nil {
+		if led, err = ledgerstage.Ledger(cfg, pool); err != nil {
 			return nil, err
 		}
 	}

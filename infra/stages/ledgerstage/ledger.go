@@ -1,30 +1,25 @@
-package stages
-
-// Wiring of the ledger (issue 4): the ledger itself, the USDT rate, the deposit address
-// rotation policy, the edge modules GET /v1/balance and GET /v1/deposit-addresses, the
-// crediting consumer and the sweeper. docs/ledgerstore.md describes them.
+// Package ledgerstage wires the ledger (issue 4) for every stage that charges or credits
+// (the edge, the order processor, the subscription watcher, crediting, the admin command):
+// the ledger itself with its balance.low rule, the USDT rate, the deposit store and the
+// deposit address rotation policy. The edge modules GET /v1/balance and GET
+// /v1/deposit-addresses are in edgestage, the crediting consumer and the sweeper in
+// creditstage. docs/ledgerstore.md describes them.
+package ledgerstage
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"rental/consumers/crediting"
-	"rental/edge"
 	"rental/infra/config"
 	"rental/infra/deposits"
-	"rental/infra/kafka"
 	"rental/infra/ledgerstore"
 	"rental/infra/orderstore"
 	"rental/infra/pricestore"
-	"rental/infra/sweep"
-	"rental/infra/tron"
 	"rental/schemas/network"
 	"rental/schemas/pricing"
 )
@@ -145,95 +140,6 @@ func DepositStore(cfg config.Config, pool *pgxpool.Pool) (*deposits.Store, error
 		MaxUSDT:       cfg.Deposit.USDTMax,
 		Network:       cfg.Network,
 	})
-}
-
-// LedgerEdge is the ledger's part of the edge.
-type LedgerEdge struct {
-	Accounts edge.AccountLedger // Options.Account.Ledger: balances and totals of GET /v1/account
-	Balance  edge.Module        // GET /v1/balance
-	Deposits edge.Module        // GET /v1/deposit-addresses
-}
-
-// ledgerEdge builds the ledger's edge modules on the edge's deposit store.
-func ledgerEdge(cfg config.Config, pool *pgxpool.Pool, store *deposits.Store, log *slog.Logger) (LedgerEdge, error) {
-	l, err := Ledger(cfg, pool)
-	if err != nil {
-		return LedgerEdge{}, err
-	}
-	bal, err := edge.NewBalance(l)
-	if err != nil {
-		return LedgerEdge{}, err
-	}
-	dep, err := edge.NewDepositAddresses(edge.DepositAddressesOptions{
-		Store: store, Rates: USDTRate(cfg), Policy: RotationPolicy(cfg), Logger: log,
-	})
-	if err != nil {
-		return LedgerEdge{}, err
-	}
-	return LedgerEdge{Accounts: edge.LedgerAccounts{Ledger: l}, Balance: bal, Deposits: dep}, nil
-}
-
-// Crediting is the crediting consumer (consumer group "crediting" on chain.facts.v1). It
-// waits for DEPOSIT_CONFIRMATIONS itself when chainwatch runs shallower (CONFIRMATIONS).
-func Crediting(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) (Runner, error) {
-	l, err := Ledger(cfg, pool)
-	if err != nil {
-		return nil, err
-	}
-	own := append([]tron.Address(nil), cfg.PoolAddresses...)
-	if t, err := tron.ParseAddress(cfg.Ledger.Treasury); err == nil {
-		own = append(own, t)
-	}
-	c, err := crediting.New(crediting.Options{
-		Pool:                  pool,
-		OwnAddresses:          own,
-		Ledger:                l,
-		Rates:                 USDTRate(cfg),
-		USDTContract:          cfg.USDTContract,
-		ConfirmationsRequired: cfg.Deposit.Confirmations,
-		FactDepth:             cfg.Confirmations,
-		Chain:                 tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(5*time.Second)),
-		SpreadBps:             cfg.Deposit.USDTSpreadBps,
-		USDTMin:               cfg.Deposit.USDTMin,
-		USDTMax:               cfg.Deposit.USDTMax,
-		MinDepositSun:         cfg.Deposit.MinDepositSun,
-		Logger:                log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return crediting.NewRunner(c, kafka.RunnerOptions{Brokers: cfg.KafkaBrokers, Logger: log, Registerer: reg})
-}
-
-// Sweeper is the sweeping job, or nil when TREASURY_ADDRESS is unset (sweeping off).
-func Sweeper(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) (Runner, error) {
-	if cfg.Ledger.Treasury == "" {
-		return nil, nil
-	}
-	if cfg.Deposit.HDKey == "" {
-		return nil, errors.New("DEPOSIT_HD_KEY is not set: the sweeper derives the deposit keys from it")
-	}
-	treasury, err := tron.ParseAddress(cfg.Ledger.Treasury)
-	if err != nil {
-		return nil, fmt.Errorf("TREASURY_ADDRESS: %w", err)
-	}
-	keys, err := sweep.NewKeys(cfg.Deposit.HDKey)
-	if err != nil {
-		return nil, fmt.Errorf("DEPOSIT_HD_KEY: %w", err)
-	}
-	o := sweep.Options{
-		Pool: pool, Node: tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(10*time.Second)), Keys: keys,
-		Treasury: treasury, USDTContract: cfg.USDTContract, MinTRXSun: cfg.Ledger.SweepMinSun,
-		Every: cfg.Ledger.SweepEvery, Logger: log, Registerer: reg,
-	}
-	if cfg.Ledger.SweepPoolKey != "" {
-		k, err := tron.ParsePrivateKey(cfg.Ledger.SweepPoolKey)
-		if err != nil {
-			return nil, fmt.Errorf("SWEEP_POOL_KEY: %w", err)
-		}
-		o.EnergyPool = &k
-	}
-	return sweep.New(o)
 }
 
 // InvariantChecks are the ledger invariants checks with the order pipeline's view of which

@@ -1,4 +1,7 @@
-package stages
+// Package webhookstage wires webhook delivery (consumers/webhookdelivery) from
+// configuration, and the webhook store and URL policy the edge's /v1/webhooks endpoints
+// share with it (edgestage).
+package webhookstage
 
 import (
 	"errors"
@@ -8,9 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"rental/consumers/webhookdelivery"
-	"rental/edge"
 	"rental/infra/config"
-	"rental/infra/idempotency"
+	"rental/infra/stages"
 	"rental/infra/webhooks"
 )
 
@@ -19,27 +21,17 @@ func WebhookPolicy(cfg config.Config) webhooks.Policy {
 	return webhooks.Policy{AllowLoopback: cfg.Webhook.AllowLoopback}
 }
 
-func webhookStore(cfg config.Config, pool *pgxpool.Pool) (*webhooks.Store, error) {
+// WebhookStore is the webhook endpoint store; the master key encrypts secrets at rest.
+func WebhookStore(cfg config.Config, pool *pgxpool.Pool) (*webhooks.Store, error) {
 	if len(cfg.Auth.MasterKey) == 0 {
 		return nil, errors.New("API_KEY_MASTER_KEY is not set: it also encrypts webhook secrets at rest")
 	}
 	return webhooks.NewStore(pool, cfg.Auth.MasterKey)
 }
 
-// webhooksModule serves the /v1/webhooks endpoints on the edge.
-func webhooksModule(cfg config.Config, pool *pgxpool.Pool, idem *idempotency.Store) (edge.Module, error) {
-	store, err := webhookStore(cfg, pool)
-	if err != nil {
-		return nil, err
-	}
-	return edge.NewWebhooks(edge.WebhooksOptions{
-		Store: store, Idempotency: idem, Policy: WebhookPolicy(cfg), Brand: cfg.Brand, Network: cfg.Network,
-	})
-}
-
 // WebhookDeliverer is the webhook delivery consumer (consumers/webhookdelivery).
-func WebhookDeliverer(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) (Runner, error) {
-	store, err := webhookStore(cfg, pool)
+func WebhookDeliverer(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) (stages.Runner, error) {
+	store, err := WebhookStore(cfg, pool)
 	if err != nil {
 		return nil, err
 	}

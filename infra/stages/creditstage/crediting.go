@@ -1,0 +1,84 @@
+// Package creditstage wires the crediting consumer (consumers/crediting) and the sweeper
+// (infra/sweep), the two jobs of the crediting binary.
+package creditstage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"rental/consumers/crediting"
+	"rental/infra/config"
+	"rental/infra/kafka"
+	"rental/infra/stages"
+	"rental/infra/stages/ledgerstage"
+	"rental/infra/sweep"
+	"rental/infra/tron"
+)
+
+// Crediting is the crediting consumer (consumer group "crediting" on chain.facts.v1). It
+// waits for DEPOSIT_CONFIRMATIONS itself when chainwatch runs shallower (CONFIRMATIONS).
+func Crediting(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) (stages.Runner, error) {
+	l, err := ledgerstage.Ledger(cfg, pool)
+	if err != nil {
+		return nil, err
+	}
+	own := append([]tron.Address(nil), cfg.PoolAddresses...)
+	if t, err := tron.ParseAddress(cfg.Ledger.Treasury); err == nil {
+		own = append(own, t)
+	}
+	c, err := crediting.New(crediting.Options{
+		Pool:                  pool,
+		OwnAddresses:          own,
+		Ledger:                l,
+		Rates:                 ledgerstage.USDTRate(cfg),
+		USDTContract:          cfg.USDTContract,
+		ConfirmationsRequired: cfg.Deposit.Confirmations,
+		FactDepth:             cfg.Confirmations,
+		Chain:                 tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(5*time.Second)),
+		SpreadBps:             cfg.Deposit.USDTSpreadBps,
+		USDTMin:               cfg.Deposit.USDTMin,
+		USDTMax:               cfg.Deposit.USDTMax,
+		MinDepositSun:         cfg.Deposit.MinDepositSun,
+		Logger:                log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return crediting.NewRunner(c, kafka.RunnerOptions{Brokers: cfg.KafkaBrokers, Logger: log, Registerer: reg})
+}
+
+// Sweeper is the sweeping job, or nil when TREASURY_ADDRESS is unset (sweeping off).
+func Sweeper(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) (stages.Runner, error) {
+	if cfg.Ledger.Treasury == "" {
+		return nil, nil
+	}
+	if cfg.Deposit.HDKey == "" {
+		return nil, errors.New("DEPOSIT_HD_KEY is not set: the sweeper derives the deposit keys from it")
+	}
+	treasury, err := tron.ParseAddress(cfg.Ledger.Treasury)
+	if err != nil {
+		return nil, fmt.Errorf("TREASURY_ADDRESS: %w", err)
+	}
+	keys, err := sweep.NewKeys(cfg.Deposit.HDKey)
+	if err != nil {
+		return nil, fmt.Errorf("DEPOSIT_HD_KEY: %w", err)
+	}
+	o := sweep.Options{
+		Pool: pool, Node: tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(10*time.Second)), Keys: keys,
+		Treasury: treasury, USDTContract: cfg.USDTContract, MinTRXSun: cfg.Ledger.SweepMinSun,
+		Every: cfg.Ledger.SweepEvery, Logger: log, Registerer: reg,
+	}
+	if cfg.Ledger.SweepPoolKey != "" {
+		k, err := tron.ParsePrivateKey(cfg.Ledger.SweepPoolKey)
+		if err != nil {
+			return nil, fmt.Errorf("SWEEP_POOL_KEY: %w", err)
+		}
+		o.EnergyPool = &k
+	}
+	return sweep.New(o)
+}
