@@ -1,7 +1,8 @@
 // Package kafka is the Kafka adapter every stage shares: client options, idempotent topic
 // creation from the catalogue in rental/schemas/topics, an embedded broker for the dev stack
 // and tests (franz-go's kfake with a data directory), and a per-partition consumer runner
-// that commits only what its handler processed.
+// that commits only what its handler processed or dead-lettered (deadletter.go: the one rule
+// for records that can never be processed).
 package kafka
 
 import (
