@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/valyala/fasthttp"
 
+	"rental/infra/acceptance"
 	"rental/infra/idempotency"
 	"rental/infra/ledgerstore"
 	"rental/infra/substore"
@@ -53,10 +54,10 @@ type SubscriptionsOptions struct {
 	Network     network.Network     // required
 	Ledger      *ledgerstore.Ledger // required: the fee charge; its pool runs the transactions
 	Idempotency *idempotency.Store  // required: Idempotency-Key on POST and PATCH
-	// Pricing gives the live snapshot: the per-use price of the plans and the amount range
+	// Prices gives the live snapshot: the per-use price of the plans and the amount range
 	// of a legacy refill. nil shows the per-use price as null and skips the range check
 	// (the refill order is still checked when the watcher places it).
-	Pricing *Pricing
+	Prices *acceptance.Prices
 	// Available is the SUBSCRIPTIONS_AVAILABLE switch, read on every request; nil means
 	// always available. While it is false, creating and changing rules answer 3021.
 	Available func() bool
@@ -170,10 +171,10 @@ func sunToTRX(sun int64) float64 { return float64(sun) / float64(autorefill.SunP
 // in the live snapshot; nil while 1 h energy is not on sale or no fresh snapshot exists.
 func (m *Subscriptions) perUsePrice() perUse {
 	pu := perUse{Mode: "grid", EnergyPerUse: autorefill.EnergyPerUse}
-	if m.o.Pricing == nil {
+	if m.o.Prices == nil {
 		return pu
 	}
-	s, err := m.o.Pricing.snapshot()
+	s, err := m.o.Prices.Snapshot()
 	if err != nil {
 		return pu
 	}
@@ -314,10 +315,10 @@ func (m *Subscriptions) checkRefillAmount(resource, tier string, amount int64) e
 	if amount < 1 {
 		return Invalid("refill_amount", "min", "refill_amount must be at least 1").With("min", 1)
 	}
-	if m.o.Pricing == nil {
+	if m.o.Prices == nil {
 		return nil
 	}
-	s, err := m.o.Pricing.snapshot()
+	s, err := m.o.Prices.Snapshot()
 	if err != nil {
 		return nil // no fresh prices: the watcher's placement checks the range
 	}
@@ -578,7 +579,7 @@ func (m *Subscriptions) listSubscriptions(ctx context.Context, rc *fasthttp.Requ
 	if err != nil {
 		return err
 	}
-	q, err := readQuery(rc, "limit", "cursor", "status", "receiver")
+	q, err := queryParams(rc, "limit", "cursor", "status", "receiver")
 	if err != nil {
 		return err
 	}

@@ -7,16 +7,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"rental/edge"
+	"rental/infra/acceptance"
 	"rental/infra/config"
 	"rental/infra/idempotency"
 	"rental/infra/ledgerstore"
 	"rental/infra/tron"
 )
 
-// ordersModule is the edge's order endpoints. led is the edge's ledger (its balance.low
-// rule applies to the holds order creation places); nil builds one the same way (Ledger).
-func ordersModule(cfg config.Config, pool *pgxpool.Pool, pricingAPI *edge.Pricing, led *ledgerstore.Ledger,
-	idem *idempotency.Store, log *slog.Logger, reg prometheus.Registerer) (*edge.Orders, error) {
+// ordersModule is the edge's order endpoints over order acceptance.
+func ordersModule(pool *pgxpool.Pool, acc *acceptance.Orders, idem *idempotency.Store) (*edge.Orders, error) {
+	return edge.NewOrders(edge.OrdersOptions{Acceptance: acc, Pool: pool, Idempotency: idem})
+}
+
+// Acceptance is order acceptance from configuration: POST /v1/orders, batch receivers and
+// subscription refills. led is the ledger (its balance.low rule applies to the holds
+// acceptance places); nil builds one the same way (Ledger).
+func Acceptance(cfg config.Config, pool *pgxpool.Pool, prices *acceptance.Prices, led *ledgerstore.Ledger,
+	idem *idempotency.Store, log *slog.Logger, reg prometheus.Registerer) (*acceptance.Orders, error) {
 	if led == nil {
 		var err error
 		if led, err = Ledger(cfg, pool); err != nil {
@@ -31,9 +38,9 @@ func ordersModule(cfg config.Config, pool *pgxpool.Pool, pricingAPI *edge.Pricin
 		}
 		own = append(own, t)
 	}
-	return edge.NewOrders(edge.OrdersOptions{
+	return acceptance.NewOrders(acceptance.Options{
 		Network:             cfg.Network,
-		Pricing:             pricingAPI,
+		Prices:              prices,
 		Ledger:              led,
 		Idempotency:         idem,
 		OwnAddresses:        own,

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"rental/edge"
+	"rental/infra/acceptance"
 	"rental/infra/config"
 	"rental/infra/idempotency"
 	"rental/infra/orderstore"
@@ -63,22 +64,31 @@ func Pricer(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, producer *
 	})
 }
 
-// pricingModule is the edge's pricing endpoints and the snapshot source feeding them. The
-// source must run for as long as the edge serves.
-func pricingModule(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, idem *idempotency.Store, log *slog.Logger) (*edge.Pricing, *pricer.RedisSource, error) {
+// livePrices is the live pricer shared by the edge's pricing endpoints and order
+// acceptance, and the snapshot source feeding it. The source must run for as long as the
+// prices are used.
+func livePrices(cfg config.Config, rdb *redis.Client, log *slog.Logger) (*acceptance.Prices, *pricer.RedisSource, error) {
 	src := pricer.NewRedisSource(rdb, pricer.SourceOptions{Network: cfg.Network, Logger: log})
-	mod, err := edge.NewPricing(edge.PricingOptions{
-		Network:     cfg.Network,
-		Snapshots:   src,
-		Chain:       tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(2*time.Second)),
-		Quotes:      quotes.New(pool),
-		Idempotency: idem,
-		Logger:      log,
+	prices, err := acceptance.NewPrices(acceptance.PricesOptions{
+		Network:   cfg.Network,
+		Snapshots: src,
+		Chain:     tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(2*time.Second)),
+		Logger:    log,
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return mod, src, nil
+	return prices, src, nil
+}
+
+// pricingModule is the edge's pricing endpoints over the live prices.
+func pricingModule(pool *pgxpool.Pool, prices *acceptance.Prices, idem *idempotency.Store, log *slog.Logger) (*edge.Pricing, error) {
+	return edge.NewPricing(edge.PricingOptions{
+		Prices:      prices,
+		Quotes:      quotes.New(pool),
+		Idempotency: idem,
+		Logger:      log,
+	})
 }
 
 // together runs several runners until the first fails or ctx ends; the edge uses it to
