@@ -13,7 +13,6 @@ import (
 
 	"rental/infra/acceptance"
 	"rental/infra/accounts"
-	"rental/infra/idempotency"
 	"rental/processors/batchflow"
 	"rental/schemas/scopes"
 )
@@ -41,7 +40,7 @@ func newBatchesEnv(t *testing.T, opt func(*BatchesOptions), orderOpt ...func(*ac
 		oopt = orderOpt[0]
 	}
 	be.ordersEnv = newOrdersEnv(t, oopt, func(oe *ordersEnv, o *Options) {
-		bo := BatchesOptions{Acceptance: oe.accept, Pool: oe.db.Pool, Idempotency: idempotency.New(oe.db.Pool, idempotency.Options{})}
+		bo := BatchesOptions{Acceptance: oe.accept, Pool: oe.pg, Idempotency: oe.idem}
 		if opt != nil {
 			opt(&bo)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"rental/infra/acceptance"
 	"rental/infra/accounts"
@@ -38,7 +39,9 @@ type ordersEnv struct {
 	ledger *ledgerstore.Ledger
 	orders *Orders
 	accept *acceptance.Orders
-	pool   tron.Address // a configured pool address
+	idem   *idempotency.Store // the order module's
+	pg     *pgxpool.Pool      // the edge's database, set before the modules are built
+	pool   tron.Address       // a configured pool address
 }
 
 func newOrdersEnv(t *testing.T, opt func(*acceptance.Options), more ...func(*ordersEnv, *Options)) *ordersEnv {
@@ -63,6 +66,7 @@ func newOrdersEnv(t *testing.T, opt func(*acceptance.Options), more ...func(*ord
 		t.Fatal(err)
 	}
 	idem := idempotency.New(base.db.Pool, idempotency.Options{})
+	oe.idem, oe.pg = idem, base.db.Pool
 	pe.authEnv = newAuthEnv(t, authEnvOptions{shareWith: base, extra: func(o *Options) {
 		prices, err := acceptance.NewPrices(acceptance.PricesOptions{
 			Network: network.Nile, Snapshots: pe.snaps, Chain: tron.NewClient(node.URL), Now: pe.clock.Now,
