@@ -34,7 +34,7 @@ import (
 
 // The watcher's tests run the real pieces around it: Postgres, the kfake broker over TCP,
 // the outbox relay, the chain follower, the order processor and the node simulator over
-// HTTP with fast blocks; refills are placed through the edge's order module (every check
+// HTTP with fast blocks; refills are placed through order acceptance (infra/acceptance: every check
 // of POST /v1/orders) priced from a snapshot of the test model below.
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
