@@ -22,8 +22,10 @@ import (
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/valyala/fasthttp"
 
+	"rental/infra/acceptance"
 	"rental/infra/batchstore"
 	"rental/infra/idempotency"
 	"rental/schemas/apierr"
@@ -43,7 +45,9 @@ const (
 
 // BatchesOptions are the batch module's dependencies and limits (infra/config Batches).
 type BatchesOptions struct {
-	Orders *Orders // required: validation rules, own addresses, the ledger's pool, idempotency
+	Acceptance  *acceptance.Orders // required: the rows' rules, the own-address check, the transaction
+	Pool        *pgxpool.Pool      // required: reads of batches
+	Idempotency *idempotency.Store // required: client_batch_id and Idempotency-Key records
 	// MaxReceivers is the account limit max_batch_receivers (at most the spec's 100).
 	MaxReceivers int
 	// MaxTotalEnergy is the batch total-energy cap: the sum of the energy receivers' amounts
@@ -63,8 +67,8 @@ type Batches struct {
 
 // NewBatches checks the options.
 func NewBatches(o BatchesOptions) (*Batches, error) {
-	if o.Orders == nil {
-		return nil, errors.New("edge: batches: Orders is required")
+	if o.Acceptance == nil || o.Pool == nil || o.Idempotency == nil {
+		return nil, errors.New("edge: batches: Acceptance, Pool and Idempotency are required")
 	}
 	if o.MaxReceivers <= 0 || o.MaxReceivers > batches.MaxReceivers {
 		o.MaxReceivers = batches.MaxReceivers
@@ -79,7 +83,7 @@ func NewBatches(o BatchesOptions) (*Batches, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Batches{o: o, log: o.Logger.With("module", "batches")}
-	m.cancel = idempotentOn(o.Orders.o.Idempotency, m.cancelBatch)
+	m.cancel = idempotentOn(o.Idempotency, m.cancelBatch)
 	return m, nil
 }
 
@@ -284,14 +288,14 @@ func (m *Batches) createBatch(ctx context.Context, rc *fasthttp.RequestCtx) erro
 	if err != nil {
 		return err
 	}
-	om := m.o.Orders
+	acc := m.o.Acceptance
 	key := idempotency.Key{AccountID: p.AccountID, Namespace: idempotency.NamespaceBatch, Key: req.clientBatchID}
 	var (
 		body     []byte
 		replayed bool
 	)
-	err = om.inTx(ctx, func(tx pgx.Tx) error {
-		c, err := om.o.Idempotency.ClaimBegunTx(ctx, tx, key, req.hash())
+	err = acc.InTx(ctx, func(tx pgx.Tx) error {
+		c, err := m.o.Idempotency.ClaimBegunTx(ctx, tx, key, req.hash())
 		if err != nil {
 			return err
 		}
@@ -317,9 +321,9 @@ func (m *Batches) createBatch(ctx context.Context, rc *fasthttp.RequestCtx) erro
 			return apierr.ConcurrencyLimited.Newf("%d batches of this account are still processing; the limit is %d", open, m.o.MaxOpen).
 				With("limit", m.o.MaxOpen).With("in_flight", open).With("kind", "batches").WithRetryAfter(1)
 		}
-		n := batchstore.NewBatch{ID: batchstore.NewID(), AccountID: p.AccountID, Network: om.o.Network,
+		n := batchstore.NewBatch{ID: batchstore.NewID(), AccountID: p.AccountID, Network: acc.Network(),
 			ClientBatchID: req.clientBatchID, Resource: string(req.resource), Tier: string(req.tier), Amount: req.amount,
-			Activate: req.activate, MaxPriceSun: req.maxPriceSun, Receivers: req.receivers, CreatedAt: om.o.Now()}
+			Activate: req.activate, MaxPriceSun: req.maxPriceSun, Receivers: req.receivers, CreatedAt: acc.Now()}
 		if err := batchstore.Insert(ctx, tx, n); err != nil {
 			return err
 		}
@@ -330,7 +334,7 @@ func (m *Batches) createBatch(ctx context.Context, rc *fasthttp.RequestCtx) erro
 		if body, err = json.Marshal(b.Record); err != nil {
 			return err
 		}
-		return om.o.Idempotency.CompleteTx(ctx, tx, key, idempotency.Response{Status: fasthttp.StatusCreated, Body: body, ObjectID: n.ID})
+		return m.o.Idempotency.CompleteTx(ctx, tx, key, idempotency.Response{Status: fasthttp.StatusCreated, Body: body, ObjectID: n.ID})
 	})
 	if err != nil {
 		return err
@@ -346,71 +350,44 @@ func (m *Batches) createBatch(ctx context.Context, rc *fasthttp.RequestCtx) erro
 	return nil
 }
 
-// checkRows applies the price table's rules to every receiver, as order creation does: the
-// row is on sale (2003 with available_tiers, 5006 while paused) and each amount within the
-// row's range and the account's max_order_energy (2008). Stock (5001), the receiver's
-// activation (3004), the price cap (3006) and the balance (4001) depend on the moment of
-// placement and become the receiver's outcome instead.
+// checkRows applies the price table's rules to every receiver, as order acceptance does
+// (acceptance.Orders.CheckRows): the row is on sale (2003 with available_tiers, 5006
+// while paused) and each amount within the row's range and the account's max_order_energy
+// (2008). Stock (5001), the receiver's activation (3004), the price cap (3006) and the
+// balance (4001) depend on the moment of placement and become the receiver's outcome
+// instead.
 func (m *Batches) checkRows(req batchRequest) error {
-	om := m.o.Orders
-	s, err := om.o.Pricing.snapshot()
-	if err != nil {
-		return err
+	amounts := make([]int64, len(req.receivers))
+	for i, r := range req.receivers {
+		amounts[i] = r.Amount
 	}
-	for i, rcv := range req.receivers {
-		_, perr := s.Price(req.resource, req.tier, rcv.Amount)
-		if perr == nil || errors.Is(perr, apierr.InsufficientSupply) {
-			perr = om.limitError(orderRequest{resource: req.resource, tier: req.tier, amount: rcv.Amount})
-		}
-		if perr == nil {
-			continue
-		}
-		e := apierr.As(perr)
-		if e.Code == apierr.AmountOutOfRange {
-			if mx, ok := e.Details["max_amount"].(int64); ok && req.resource == pricing.Energy && mx > om.o.MaxOrderEnergy {
-				e.With("max_amount", om.o.MaxOrderEnergy)
-			}
-			field := "amount"
-			if req.overridden[i] {
-				field = receiverField(i, "amount")
-			}
-			return e.WithField(field).With("index", i)
-		}
-		return e
+	i, e := m.o.Acceptance.CheckRows(req.resource, req.tier, amounts)
+	if e == nil {
+		return nil
 	}
-	return nil
+	if i >= 0 && e.Code == apierr.AmountOutOfRange {
+		field := "amount"
+		if req.overridden[i] {
+			field = receiverField(i, "amount")
+		}
+		return e.WithField(field).With("index", i)
+	}
+	return e
 }
 
 // checkReceiversNotOurs refuses a batch naming an address of this service (3003), with the
-// rule of order creation, in one statement for the whole list.
+// rule of order acceptance, in one statement for the whole list.
 func (m *Batches) checkReceiversNotOurs(ctx context.Context, tx pgx.Tx, req batchRequest) error {
 	addrs := make([]string, len(req.receivers))
 	for i, r := range req.receivers {
 		addrs[i] = r.Receiver
 	}
-	ours := map[string]bool{}
-	for a := range m.o.Orders.own {
-		ours[a.String()] = true
-	}
-	rows, err := tx.Query(ctx, `SELECT address FROM deposit_addresses WHERE address = ANY($1)
-		UNION SELECT address FROM stake_pools WHERE address = ANY($1)`, addrs)
-	if err != nil {
+	i, err := m.o.Acceptance.FirstOurs(ctx, tx, addrs)
+	if err != nil || i < 0 {
 		return err
 	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
-	}
-	for _, a := range found {
-		ours[a] = true
-	}
-	for i, a := range addrs {
-		if ours[a] {
-			return apierr.ReceiverIsOurs.Newf("receivers[%d] %s is an address of this service", i, a).
-				WithField(receiverField(i, "receiver")).With("index", i).With("receiver", a)
-		}
-	}
-	return nil
+	return apierr.ReceiverIsOurs.Newf("receivers[%d] %s is an address of this service", i, addrs[i]).
+		WithField(receiverField(i, "receiver")).With("index", i).With("receiver", addrs[i])
 }
 
 // ---- GET /v1/batches/{id} ----
@@ -433,7 +410,7 @@ func (m *Batches) getBatch(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if !batchIDPattern.MatchString(id) {
 		return batchNotFound(id)
 	}
-	b, err := batchstore.Get(ctx, m.o.Orders.o.Ledger.Pool(), p.AccountID, id)
+	b, err := batchstore.Get(ctx, m.o.Pool, p.AccountID, id)
 	if errors.Is(err, batchstore.ErrNotFound) {
 		return batchNotFound(id)
 	}
@@ -487,7 +464,7 @@ func (m *Batches) cancelBatch(ctx context.Context, tx pgx.Tx, rc *fasthttp.Reque
 			}
 		}
 	}
-	_, err = batchstore.Cancel(ctx, tx, p.AccountID, id, only, m.o.Orders.o.Now())
+	_, err = batchstore.Cancel(ctx, tx, p.AccountID, id, only, m.o.Acceptance.Now())
 	var (
 		nc *batchstore.NotCancellable
 		ni *batchstore.NotInBatch

@@ -3,20 +3,17 @@ package edge
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"rental/infra/acceptance"
 	"rental/infra/accounts"
-	"rental/infra/tron"
 	"rental/processors/batchflow"
-	"rental/schemas/pricing"
 	"rental/schemas/scopes"
 )
 
@@ -35,15 +32,15 @@ type batchesEnv struct {
 	key     accounts.CreatedKey
 }
 
-func newBatchesEnv(t *testing.T, opt func(*BatchesOptions), orderOpt ...func(*OrdersOptions)) *batchesEnv {
+func newBatchesEnv(t *testing.T, opt func(*BatchesOptions), orderOpt ...func(*acceptance.Options)) *batchesEnv {
 	t.Helper()
 	be := &batchesEnv{}
-	var oopt func(*OrdersOptions)
+	var oopt func(*acceptance.Options)
 	if len(orderOpt) > 0 {
 		oopt = orderOpt[0]
 	}
 	be.ordersEnv = newOrdersEnv(t, oopt, func(oe *ordersEnv, o *Options) {
-		bo := BatchesOptions{Orders: oe.orders}
+		bo := BatchesOptions{Acceptance: oe.accept, Pool: oe.pg, Idempotency: oe.idem}
 		if opt != nil {
 			opt(&bo)
 		}
@@ -137,29 +134,11 @@ func (be *batchesEnv) record(t *testing.T, id string) batchRecord {
 	return b
 }
 
-// testPlacer is infra/stages/batchstage.BatchPlacer (which the edge cannot import): the order module's
-// PlaceTx behind the processor's Placer.
-type testPlacer struct{ o *Orders }
-
-func (p testPlacer) Place(ctx context.Context, tx pgx.Tx, accountID string, pl batchflow.Placement) (string, error) {
-	addr, err := tron.ParseAddress(pl.Receiver)
-	if err != nil {
-		return "", err
-	}
-	bid := pl.BatchID
-	rec, err := p.o.PlaceTx(ctx, tx, accountID, Placement{ClientOrderID: pl.ClientOrderID, Resource: pricing.Resource(pl.Resource),
-		Amount: pl.Amount, Tier: pricing.Tier(pl.Tier), Receiver: addr, Activate: pl.Activate, MaxPriceSun: pl.MaxPriceSun, BatchID: &bid})
-	if errors.Is(err, ErrPlacedBefore) {
-		return "", batchflow.ErrPlacedBefore
-	}
-	return rec.ID, err
-}
-
 // startProcessor runs one batch processor replica; stop cancels its context abruptly (a
 // transaction in progress rolls back, as when the process dies) and waits for it.
 func (be *batchesEnv) startProcessor(t *testing.T, workers int, placeEvery time.Duration) (stop func()) {
 	t.Helper()
-	f, err := batchflow.New(batchflow.Options{Pool: be.db.Pool, Placer: testPlacer{be.orders}, Workers: workers,
+	f, err := batchflow.New(batchflow.Options{Pool: be.db.Pool, Placer: be.accept, Workers: workers,
 		PollEvery: 20 * time.Millisecond, PlaceEvery: placeEvery, SweepEvery: 200 * time.Millisecond,
 		Registerer: prometheus.NewRegistry()})
 	if err != nil {
@@ -607,7 +586,7 @@ func TestBatchProcessorStoppedMidBatchPlacesEachOnce(t *testing.T) {
 // The account's in-flight limit (1101) holds a receiver back instead of failing it: it
 // stays pending, is tried again, and can still be cancelled.
 func TestBatchReceiverAtTheInFlightLimitWaits(t *testing.T) {
-	be := newBatchesEnv(t, nil, func(o *OrdersOptions) { o.MaxInFlight = 2 })
+	be := newBatchesEnv(t, nil, func(o *acceptance.Options) { o.MaxInFlight = 2 })
 	be.fund(t, be.acct.ID, 100*perReceiverSun)
 	rs := receivers(t, 4)
 	id := be.post(t, batchJSON("inflight", rs, nil)).json["id"].(string)

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"rental/infra/acceptance"
 	"rental/infra/accounts"
 	"rental/schemas/scopes"
 )
@@ -34,7 +35,7 @@ func groupSizes(t *testing.T, reg *prometheus.Registry) (groups, orders uint64) 
 // original body with 200.
 func TestOrderGroupCommitMixedOutcomes(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	oe := newOrdersEnv(t, func(o *OrdersOptions) {
+	oe := newOrdersEnv(t, func(o *acceptance.Options) {
 		o.GroupCommitters, o.Registerer, o.MaxInFlight = 1, reg, 1000
 	})
 	const rich, poor = 3, 1
@@ -149,7 +150,7 @@ func TestOrderGroupCommitMixedOutcomes(t *testing.T) {
 // group's transaction, with the balance left.
 func TestOrderGroupCommitLowBalance(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	oe := newOrdersEnv(t, func(o *OrdersOptions) { o.GroupCommitters, o.Registerer = 1, reg })
+	oe := newOrdersEnv(t, func(o *acceptance.Options) { o.GroupCommitters, o.Registerer = 1, reg })
 	k := oe.key(t, scopes.OrdersWrite)
 	oe.fund(t, oe.acct.ID, 11_000_000) // the default threshold is 10 TRX
 	const n = 8                        // 8 x 400,000 SUN: 7,800,000 left
@@ -191,7 +192,7 @@ func TestOrderGroupCommitLowBalance(t *testing.T) {
 // concurrent orders to one receiver fill it exactly, the rest are 5005 with nothing charged.
 func TestOrderGroupCommitReceiverCeiling(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	oe := newOrdersEnv(t, func(o *OrdersOptions) {
+	oe := newOrdersEnv(t, func(o *acceptance.Options) {
 		o.GroupCommitters, o.Registerer, o.ReceiverMaxEnergy, o.MaxInFlight = 2, reg, 50_000, 1000
 	})
 	k := oe.key(t, scopes.OrdersWrite)

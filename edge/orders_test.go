@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"rental/infra/acceptance"
 	"rental/infra/accounts"
 	"rental/infra/idempotency"
 	"rental/infra/ledgerstore"
@@ -36,10 +38,13 @@ type ordersEnv struct {
 	*pricingEnv
 	ledger *ledgerstore.Ledger
 	orders *Orders
-	pool   tron.Address // a configured pool address
+	accept *acceptance.Orders
+	idem   *idempotency.Store // the order module's
+	pg     *pgxpool.Pool      // the edge's database, set before the modules are built
+	pool   tron.Address       // a configured pool address
 }
 
-func newOrdersEnv(t *testing.T, opt func(*OrdersOptions), more ...func(*ordersEnv, *Options)) *ordersEnv {
+func newOrdersEnv(t *testing.T, opt func(*acceptance.Options), more ...func(*ordersEnv, *Options)) *ordersEnv {
 	t.Helper()
 	pe := &pricingEnv{snaps: &fixedSnapshots{}, clock: &pricingClock{t: testT0.Add(time.Second)}}
 	pe.snaps.set(buildSnapshot(t, testT0))
@@ -61,20 +66,27 @@ func newOrdersEnv(t *testing.T, opt func(*OrdersOptions), more ...func(*ordersEn
 		t.Fatal(err)
 	}
 	idem := idempotency.New(base.db.Pool, idempotency.Options{})
+	oe.idem, oe.pg = idem, base.db.Pool
 	pe.authEnv = newAuthEnv(t, authEnvOptions{shareWith: base, extra: func(o *Options) {
-		pm, err := NewPricing(PricingOptions{
-			Network: network.Nile, Snapshots: pe.snaps, Chain: tron.NewClient(node.URL),
-			Quotes: pe.quotes, Idempotency: idem, Now: pe.clock.Now,
+		prices, err := acceptance.NewPrices(acceptance.PricesOptions{
+			Network: network.Nile, Snapshots: pe.snaps, Chain: tron.NewClient(node.URL), Now: pe.clock.Now,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		oo := OrdersOptions{Network: network.Nile, Pricing: pm, Ledger: oe.ledger, Idempotency: idem,
+		pm, err := NewPricing(PricingOptions{Prices: prices, Quotes: pe.quotes, Idempotency: idem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ao := acceptance.Options{Network: network.Nile, Prices: prices, Ledger: oe.ledger, Idempotency: idem,
 			OwnAddresses: []tron.Address{oe.pool}, ReceiverMaxEnergy: 0}
 		if opt != nil {
-			opt(&oo)
+			opt(&ao)
 		}
-		if oe.orders, err = NewOrders(oo); err != nil {
+		if oe.accept, err = acceptance.NewOrders(ao); err != nil {
+			t.Fatal(err)
+		}
+		if oe.orders, err = NewOrders(OrdersOptions{Acceptance: oe.accept, Pool: base.db.Pool, Idempotency: idem}); err != nil {
 			t.Fatal(err)
 		}
 		o.Modules = append(o.Modules, pm, oe.orders)
@@ -293,7 +305,7 @@ func TestOrderWithQuote(t *testing.T) {
 // or charged.
 func TestOrderCreateErrorsChargeNothing(t *testing.T) {
 	ctx := context.Background()
-	oe := newOrdersEnv(t, func(o *OrdersOptions) {
+	oe := newOrdersEnv(t, func(o *acceptance.Options) {
 		o.MaxOrderEnergy = 2_000_000
 		o.ReceiverMaxEnergy = 1_000_000
 		o.MaxInFlight = 4
@@ -462,7 +474,7 @@ func TestOrderCreateErrorsChargeNothing(t *testing.T) {
 
 // Supply refinements: 5007 with spill forbidden, 5004 when the providers offer nothing.
 func TestOrderSupplyErrors(t *testing.T) {
-	oe := newOrdersEnv(t, func(o *OrdersOptions) { o.ForbidProviderSpill = true; o.MarketProviders = 1 })
+	oe := newOrdersEnv(t, func(o *acceptance.Options) { o.ForbidProviderSpill = true; o.MarketProviders = 1 })
 	k := oe.key(t, scopes.OrdersWrite)
 	oe.fund(t, oe.acct.ID, 100_000_000)
 	act := oe.activated.String()
@@ -475,7 +487,7 @@ func TestOrderSupplyErrors(t *testing.T) {
 		t.Fatalf("own stock: %d %s", r.status, r.body)
 	}
 
-	oe2 := newOrdersEnv(t, func(o *OrdersOptions) { o.MarketProviders = 1 })
+	oe2 := newOrdersEnv(t, func(o *acceptance.Options) { o.MarketProviders = 1 })
 	k2 := oe2.key(t, scopes.OrdersWrite)
 	oe2.fund(t, oe2.acct.ID, 100_000_000)
 	// Energy 5m has no market level at all while a provider is configured: 5004.
@@ -583,7 +595,7 @@ func TestOrderConcurrentSameClientOrderID(t *testing.T) {
 
 // 200 concurrent orders on one account with money for 100: never below zero, invariants hold.
 func TestOrderConcurrentOneAccount(t *testing.T) {
-	oe := newOrdersEnv(t, func(o *OrdersOptions) { o.MaxInFlight = 1000 })
+	oe := newOrdersEnv(t, func(o *acceptance.Options) { o.MaxInFlight = 1000 })
 	k := oe.key(t, scopes.OrdersWrite)
 	oe.fund(t, oe.acct.ID, 40_000_000) // 100 orders of 400,000 SUN
 	const n = 200

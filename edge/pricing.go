@@ -8,10 +8,11 @@ package edge
 //	POST /v1/quotes             key (quotes.write): a price locked for 120 s (quotes.go)
 //	GET  /v1/quotes/{quoteId}   key (quotes.read) (quotes.go)
 //
-// Prices come from the in-memory snapshot the pricer publishes (pricing.SnapshotSource):
-// no request of the first three endpoints touches a database, and GET /v1/prices answers
-// bytes rendered once per snapshot. The only I/O is the receiver's activation check, a
-// node read cached for a few seconds (ActivationCache).
+// Prices come from the live pricer shared with order acceptance (acceptance.Prices: the
+// in-memory snapshot the pricer publishes): no request of the first three endpoints
+// touches a database, and GET /v1/prices answers bytes rendered once per snapshot. The
+// only I/O is the receiver's activation check, a node read cached for a few seconds
+// (acceptance.ActivationCache).
 
 import (
 	"context"
@@ -20,19 +21,17 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
-	"golang.org/x/sync/singleflight"
 
+	"rental/infra/acceptance"
 	"rental/infra/idempotency"
 	"rental/infra/quotes"
 	"rental/infra/tron"
 	"rental/schemas/apierr"
 	"rental/schemas/events"
-	"rental/schemas/network"
 	"rental/schemas/pricing"
 )
 
@@ -42,63 +41,36 @@ const (
 	DefaultBookTier     = pricing.Tier1h
 )
 
-// AccountReader reads an account from the chain; *tron.Client is one. A never-activated
-// address is an Account whose Exists is false, not an error.
-type AccountReader interface {
-	GetAccount(ctx context.Context, addr tron.Address) (*tron.Account, error)
-}
-
 // PricingOptions are the pricing module's dependencies.
 type PricingOptions struct {
-	Network   network.Network        // required; a snapshot of another network is not served
-	Snapshots pricing.SnapshotSource // required: the pricer's latest snapshot, in memory
-	Chain     AccountReader          // required: the node the receiver activation is read from
+	Prices *acceptance.Prices // required: the live snapshot and receiver activation, shared with order acceptance
 	// Quotes and Idempotency serve POST and GET /v1/quotes; both nil leaves those two
 	// endpoints answering 9002. Idempotency is required with Quotes (Idempotency-Key).
 	Quotes      *quotes.Store
 	Idempotency *idempotency.Store
-	// ActivationTTL is how long a receiver's activation state is cached (default 5 s).
-	ActivationTTL time.Duration
-	// ChainTimeout bounds one node read (default 2 s).
-	ChainTimeout time.Duration
-	Logger       *slog.Logger     // default: discard
-	Now          func() time.Time // default time.Now; tests move it
+	Logger      *slog.Logger // default: discard
 }
 
 // Pricing is the module serving the pricing endpoints and quotes.
 type Pricing struct {
-	o          PricingOptions
-	log        *slog.Logger
-	activation *ActivationCache
-	rendered   atomic.Pointer[renderedPrices]
-	createQ    HandlerFunc // POST /v1/quotes behind the Idempotency-Key handling
+	o        PricingOptions
+	log      *slog.Logger
+	rendered atomic.Pointer[renderedPrices]
+	createQ  HandlerFunc // POST /v1/quotes behind the Idempotency-Key handling
 }
 
 // NewPricing checks the options.
 func NewPricing(o PricingOptions) (*Pricing, error) {
-	if o.Snapshots == nil || o.Chain == nil {
-		return nil, errors.New("edge: pricing: Snapshots and Chain are required")
-	}
-	if _, err := network.Parse(string(o.Network)); err != nil {
-		return nil, errors.New("edge: pricing: " + err.Error())
+	if o.Prices == nil {
+		return nil, errors.New("edge: pricing: Prices is required")
 	}
 	if (o.Quotes == nil) != (o.Idempotency == nil) {
 		return nil, errors.New("edge: pricing: Quotes and Idempotency go together")
 	}
-	if o.ActivationTTL <= 0 {
-		o.ActivationTTL = 5 * time.Second
-	}
-	if o.ChainTimeout <= 0 {
-		o.ChainTimeout = 2 * time.Second
-	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	m := &Pricing{o: o, log: o.Logger.With("module", "pricing")}
-	m.activation = NewActivationCache(o.Chain, o.ActivationTTL, o.ChainTimeout, o.Now)
 	if o.Quotes != nil {
 		m.createQ = idempotentOn(o.Idempotency, m.createQuote)
 	}
@@ -123,26 +95,6 @@ func (m *Pricing) Handlers() map[string]HandlerFunc {
 // only Options.Idempotency. (Asked of the edge's owner: a package-level form of it.)
 func idempotentOn(store *idempotency.Store, h TxHandler) HandlerFunc {
 	return (&Server{opts: Options{Idempotency: store}}).Idempotent(h)
-}
-
-// ---- the snapshot ----
-
-// snapshot returns the snapshot to price from: 503 5003 chain_unavailable while there is
-// none, when it is past its valid_until (the pricer stopped publishing; prices past
-// their validity are not served, least of all locked into quotes) or of another network.
-func (m *Pricing) snapshot() (pricing.Snapshot, error) {
-	s, ok := m.o.Snapshots.Current()
-	switch {
-	case !ok:
-		return s, apierr.ChainUnavailable.New("prices are not available yet; retry shortly").With("reason", "no_price_snapshot")
-	case s.Network != m.o.Network:
-		m.log.Error("pricing snapshot of another network ignored", "snapshot", s.Network, "edge", m.o.Network)
-		return s, apierr.ChainUnavailable.New("prices are not available; retry shortly").With("reason", "no_price_snapshot")
-	case m.o.Now().After(s.ValidUntil):
-		return s, apierr.ChainUnavailable.New("prices are being refreshed; retry shortly").
-			With("reason", "price_snapshot_stale").With("valid_until", events.FormatTime(s.ValidUntil))
-	}
-	return s, nil
 }
 
 // ---- GET /v1/prices ----
@@ -183,7 +135,7 @@ func (m *Pricing) pricesBodies(s pricing.Snapshot) (*renderedPrices, error) {
 func (m *Pricing) getPrices(_ context.Context, rc *fasthttp.RequestCtx) error {
 	var res pricing.Resource
 	if rc.QueryArgs().Len() > 0 {
-		q, err := readQuery(rc, "resource")
+		q, err := queryParams(rc, "resource")
 		if err != nil {
 			return err
 		}
@@ -193,7 +145,7 @@ func (m *Pricing) getPrices(_ context.Context, rc *fasthttp.RequestCtx) error {
 			}
 		}
 	}
-	s, err := m.snapshot()
+	s, err := m.o.Prices.Snapshot()
 	if err != nil {
 		return err
 	}
@@ -214,7 +166,7 @@ func (m *Pricing) getPrices(_ context.Context, rc *fasthttp.RequestCtx) error {
 // ---- GET /v1/orderbook ----
 
 func (m *Pricing) getOrderBook(_ context.Context, rc *fasthttp.RequestCtx) error {
-	q, err := readQuery(rc, "resource", "tier", "amount")
+	q, err := queryParams(rc, "resource", "tier", "amount")
 	if err != nil {
 		return err
 	}
@@ -240,7 +192,7 @@ func (m *Pricing) getOrderBook(_ context.Context, rc *fasthttp.RequestCtx) error
 			return err
 		}
 	}
-	s, err := m.snapshot()
+	s, err := m.o.Prices.Snapshot()
 	if err != nil {
 		return err
 	}
@@ -273,69 +225,33 @@ type estimateResponse struct {
 	AsOf              events.Time      `json:"as_of"`
 }
 
-// priceRequest is a validated estimate or quote request.
-type priceRequest struct {
-	resource pricing.Resource
-	tier     pricing.Tier // "" for activation
-	amount   int64        // 1 for activation
-	receiver *tron.Address
-	// activation, when set, is the receiver's state read just before (order creation
-	// reads it before its transaction opens); price then asks the node nothing.
-	activation *activationState
-}
-
-// activationState is one answer of ActivationCache.Activated.
-type activationState struct{ activated, known bool }
-
-// priced is a request priced from a snapshot, activation fee included.
-type priced struct {
-	req       priceRequest
-	quote     pricing.Quote
-	activated *bool // the receiver's state; nil without receiver or when the node failed
-	// activateSun is the activation part: the activation price for resource activation,
-	// or the fee when the receiver is known not to be activated.
-	activateSun int64
-	asOf        time.Time
-}
-
-func (p priced) total() int64 { return p.quote.EnergyAmountSun + p.activateSun }
-
-// unitPrice is the exact unit price (hundredths of a SUN) and its legacy whole-SUN form.
-// Activation is one unit at the activation price.
-func (p priced) unitPrice() (pricing.Centisun, int64) {
-	if p.req.resource == pricing.Activation {
-		return pricing.SunToCentisun(p.activateSun), p.activateSun
-	}
-	return p.quote.UnitPriceSun, p.quote.PriceSunPerUnit
-}
-
 func (m *Pricing) getEstimate(ctx context.Context, rc *fasthttp.RequestCtx) error {
-	q, err := readQuery(rc, "resource", "amount", "tier", "receiver")
+	q, err := queryParams(rc, "resource", "amount", "tier", "receiver")
 	if err != nil {
 		return err
 	}
-	req := priceRequest{}
+	req := acceptance.PriceRequest{}
 	v, ok := q["resource"]
 	if !ok {
 		return Invalid("resource", "required", "resource is required")
 	}
-	if req.resource, err = parseResource(v); err != nil {
+	if req.Resource, err = parseResource(v); err != nil {
 		return err
 	}
-	if req.resource == pricing.Activation {
-		req.amount = 1 // amount and tier do not apply to activation
+	if req.Resource == pricing.Activation {
+		req.Amount = 1 // amount and tier do not apply to activation
 	} else {
 		v, ok := q["amount"]
 		if !ok {
 			return Invalid("amount", "required", "amount is required")
 		}
-		if req.amount, err = parseAmount(v); err != nil {
+		if req.Amount, err = parseAmount(v); err != nil {
 			return err
 		}
 		if v, ok = q["tier"]; !ok {
 			return Invalid("tier", "required", "tier is required")
 		}
-		if req.tier, err = parseTier(v); err != nil {
+		if req.Tier, err = parseTier(v); err != nil {
 			return err
 		}
 	}
@@ -344,78 +260,35 @@ func (m *Pricing) getEstimate(ctx context.Context, rc *fasthttp.RequestCtx) erro
 		if err != nil {
 			return err
 		}
-		req.receiver = &a
+		req.Receiver = &a
 	}
-	p, err := m.price(ctx, req, false)
+	p, err := m.o.Prices.Price(ctx, req, false)
 	if err != nil {
 		return err
 	}
-	_, legacy := p.unitPrice()
+	_, legacy := p.UnitPrice()
 	out := estimateResponse{
-		Resource: req.resource, Amount: req.amount, PriceSunPerUnit: legacy,
-		EnergyAmountSun: p.quote.EnergyAmountSun, ActivateAmountSun: p.activateSun, TotalAmountSun: p.total(),
-		ReceiverActivated: p.activated, AsOf: events.Time(p.asOf),
+		Resource: req.Resource, Amount: req.Amount, PriceSunPerUnit: legacy,
+		EnergyAmountSun: p.Quote.EnergyAmountSun, ActivateAmountSun: p.ActivateSun, TotalAmountSun: p.Total(),
+		ReceiverActivated: p.Activated, AsOf: events.Time(p.AsOf),
 	}
-	if req.tier != "" {
-		t := req.tier
+	if req.Tier != "" {
+		t := req.Tier
 		out.Tier = &t
 	}
-	if req.receiver != nil {
-		r := req.receiver.String()
+	if req.Receiver != nil {
+		r := req.Receiver.String()
 		out.Receiver = &r
 	}
 	return WriteJSON(rc, fasthttp.StatusOK, out)
 }
 
-// price prices req from the current snapshot and adds the activation fee when the receiver
-// is not activated. binding (quotes) makes an unknown activation state an error (5003):
-// a quote must not lock a total that may lack the fee. An estimate reports it as
-// receiver_activated null and adds no fee.
-func (m *Pricing) price(ctx context.Context, req priceRequest, binding bool) (priced, error) {
-	s, err := m.snapshot()
-	if err != nil {
-		return priced{}, err
-	}
-	pq, err := s.Price(req.resource, req.tier, req.amount)
-	if err != nil {
-		return priced{}, err
-	}
-	p := priced{req: req, quote: pq, asOf: s.AsOf}
-	if req.resource == pricing.Activation {
-		p.activateSun = pq.ActivateAmountSun
-	}
-	if req.receiver != nil {
-		var activated, known bool
-		if req.activation != nil {
-			activated, known = req.activation.activated, req.activation.known
-		} else {
-			activated, known = m.activation.Activated(ctx, *req.receiver)
-		}
-		switch {
-		case known:
-			p.activated = &activated
-		case binding:
-			return priced{}, apierr.ChainUnavailable.New("the receiver's activation could not be read from the chain; retry shortly").
-				WithField("receiver")
-		}
-		if known && !activated && req.resource != pricing.Activation {
-			fee, err := s.ActivationPriceSun()
-			if err != nil {
-				return priced{}, apierr.SupplyPaused.New("the receiver is not activated and activation sales are paused").
-					WithField("receiver")
-			}
-			p.activateSun = fee
-		}
-	}
-	return p, nil
-}
-
 // ---- query parameters ----
 
-// readQuery returns the query parameters named in allowed. A parameter given twice is
+// queryParams returns the query parameters named in allowed. A parameter given twice is
 // 2001 (constraint "repeated"): which one would count is not obvious. Other parameters are
 // ignored, as everywhere on this edge's GET endpoints.
-func readQuery(rc *fasthttp.RequestCtx, allowed ...string) (map[string]string, error) {
+func queryParams(rc *fasthttp.RequestCtx, allowed ...string) (map[string]string, error) {
 	out := make(map[string]string, len(allowed))
 	var err error
 	rc.QueryArgs().VisitAll(func(k, v []byte) {
@@ -507,73 +380,4 @@ func parseReceiver(v string) (tron.Address, error) {
 		return bad(err.Error())
 	}
 	return a, nil
-}
-
-// ---- receiver activation ----
-
-// ActivationCache answers whether an address is activated on chain, reading the node at
-// most once per address per TTL (concurrent misses share one read). A failed read is not
-// cached: the next request tries again.
-type ActivationCache struct {
-	node    AccountReader
-	ttl     time.Duration
-	timeout time.Duration
-	now     func() time.Time
-	group   singleflight.Group
-
-	mu      sync.Mutex
-	entries map[tron.Address]activationEntry
-}
-
-type activationEntry struct {
-	activated bool
-	at        time.Time
-}
-
-// maxActivationEntries bounds the cache; above it expired entries are swept, and if none
-// had expired the cache is cleared (a flood of distinct addresses must not grow memory).
-const maxActivationEntries = 100_000
-
-// NewActivationCache returns a cache over node.
-func NewActivationCache(node AccountReader, ttl, timeout time.Duration, now func() time.Time) *ActivationCache {
-	return &ActivationCache{node: node, ttl: ttl, timeout: timeout, now: now, entries: map[tron.Address]activationEntry{}}
-}
-
-// Activated reports whether addr is activated; known is false when the node could not be
-// read.
-func (c *ActivationCache) Activated(ctx context.Context, addr tron.Address) (activated, known bool) {
-	now := c.now()
-	c.mu.Lock()
-	e, ok := c.entries[addr]
-	c.mu.Unlock()
-	if ok && now.Sub(e.at) < c.ttl {
-		return e.activated, true
-	}
-	v, err, _ := c.group.Do(string(addr[:]), func() (any, error) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
-		defer cancel()
-		a, err := c.node.GetAccount(rctx, addr)
-		if err != nil {
-			return false, err
-		}
-		act := a.Exists()
-		c.mu.Lock()
-		if len(c.entries) >= maxActivationEntries {
-			for k, e := range c.entries {
-				if now.Sub(e.at) >= c.ttl {
-					delete(c.entries, k)
-				}
-			}
-			if len(c.entries) >= maxActivationEntries {
-				clear(c.entries)
-			}
-		}
-		c.entries[addr] = activationEntry{activated: act, at: now}
-		c.mu.Unlock()
-		return act, nil
-	})
-	if err != nil {
-		return false, false
-	}
-	return v.(bool), true
 }

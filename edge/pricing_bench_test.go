@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"rental/infra/acceptance"
 	"rental/infra/tron"
 	"rental/schemas/network"
 	"rental/schemas/pricing"
@@ -23,7 +24,11 @@ func BenchmarkPricesGet(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	mod, err := NewPricing(PricingOptions{Network: network.Nile, Snapshots: pricing.StaticSource{Snap: snap}, Chain: tron.NewClient("http://127.0.0.1:1")})
+	prices, err := acceptance.NewPrices(acceptance.PricesOptions{Network: network.Nile, Snapshots: pricing.StaticSource{Snap: snap}, Chain: tron.NewClient("http://127.0.0.1:1")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	mod, err := NewPricing(PricingOptions{Prices: prices})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"rental/infra/acceptance"
 	"rental/infra/accounts"
 	"rental/infra/idempotency"
 	"rental/infra/quotes"
@@ -146,10 +147,14 @@ func newPricingEnv(t *testing.T) *pricingEnv {
 	base := newAuthEnv(t, authEnvOptions{skipServer: true})
 	pe.quotes = quotes.New(base.db.Pool)
 	pe.authEnv = newAuthEnv(t, authEnvOptions{shareWith: base, extra: func(o *Options) {
+		prices, err := acceptance.NewPrices(acceptance.PricesOptions{
+			Network: network.Nile, Snapshots: pe.snaps, Chain: tron.NewClient(node.URL), Now: pe.clock.Now,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		m, err := NewPricing(PricingOptions{
-			Network: network.Nile, Snapshots: pe.snaps, Chain: tron.NewClient(node.URL),
-			Quotes: pe.quotes, Idempotency: idempotency.New(base.db.Pool, idempotency.Options{}),
-			Now: pe.clock.Now,
+			Prices: prices, Quotes: pe.quotes, Idempotency: idempotency.New(base.db.Pool, idempotency.Options{}),
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/valyala/fasthttp"
 
+	"rental/infra/acceptance"
 	"rental/infra/quotes"
 	"rental/schemas/apierr"
 	"rental/schemas/events"
@@ -46,39 +47,39 @@ type quoteResponse struct {
 
 // parseQuoteRequest validates the body. Activation ignores amount and tier (they do not
 // apply to it); their JSON types are still checked by DecodeJSON.
-func parseQuoteRequest(rc *fasthttp.RequestCtx) (priceRequest, error) {
+func parseQuoteRequest(rc *fasthttp.RequestCtx) (acceptance.PriceRequest, error) {
 	var body quoteRequest
 	if err := DecodeJSON(rc, &body); err != nil {
-		return priceRequest{}, err
+		return acceptance.PriceRequest{}, err
 	}
-	var req priceRequest
+	var req acceptance.PriceRequest
 	var err error
 	if body.Resource == nil {
 		return req, Invalid("resource", "required", "resource is required")
 	}
-	if req.resource, err = parseResource(*body.Resource); err != nil {
+	if req.Resource, err = parseResource(*body.Resource); err != nil {
 		return req, err
 	}
-	if req.resource == pricing.Activation {
-		req.amount = 1
+	if req.Resource == pricing.Activation {
+		req.Amount = 1
 	} else {
 		if body.Tier == nil {
 			return req, Invalid("tier", "required", "tier is required")
 		}
-		if req.tier, err = parseTier(*body.Tier); err != nil {
+		if req.Tier, err = parseTier(*body.Tier); err != nil {
 			return req, err
 		}
 		if body.Amount == nil {
 			return req, Invalid("amount", "required", "amount is required for energy and bandwidth")
 		}
-		req.amount = *body.Amount
+		req.Amount = *body.Amount
 	}
 	if body.Receiver != nil {
 		a, err := parseReceiver(*body.Receiver)
 		if err != nil {
 			return req, err
 		}
-		req.receiver = &a
+		req.Receiver = &a
 	}
 	return req, nil
 }
@@ -94,23 +95,23 @@ func (m *Pricing) createQuote(ctx context.Context, tx pgx.Tx, rc *fasthttp.Reque
 	if err != nil {
 		return TxResult{}, err
 	}
-	pr, err := m.price(ctx, req, true)
+	pr, err := m.o.Prices.Price(ctx, req, true)
 	if err != nil {
 		return TxResult{}, err
 	}
-	exact, legacy := pr.unitPrice()
+	exact, legacy := pr.UnitPrice()
 	q := quotes.Quote{
-		AccountID: p.AccountID, Resource: string(req.resource), Amount: req.amount, Tier: string(req.tier),
+		AccountID: p.AccountID, Resource: string(req.Resource), Amount: req.Amount, Tier: string(req.Tier),
 		PriceSunPerUnit: legacy, UnitPriceCenti: int64(exact), Fills: []quotes.Fill{},
-		EnergyAmountSun: pr.quote.EnergyAmountSun, ActivateAmountSun: pr.activateSun, TotalAmountSun: pr.total(),
+		EnergyAmountSun: pr.Quote.EnergyAmountSun, ActivateAmountSun: pr.ActivateSun, TotalAmountSun: pr.Total(),
 	}
-	if req.receiver != nil {
-		q.Receiver = req.receiver.String()
+	if req.Receiver != nil {
+		q.Receiver = req.Receiver.String()
 	}
-	for _, f := range pr.quote.Fills {
+	for _, f := range pr.Quote.Fills {
 		q.Fills = append(q.Fills, quotes.Fill{PriceCenti: int64(f.PriceSun), Amount: f.Amount, Class: string(f.Class)})
 	}
-	quotes.Stamp(&q, m.o.Now())
+	quotes.Stamp(&q, m.o.Prices.Now())
 	if err := quotes.CreateTx(ctx, tx, q); err != nil {
 		return TxResult{}, err
 	}

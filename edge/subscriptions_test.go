@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"rental/infra/acceptance"
 	"rental/infra/accounts"
 	"rental/infra/idempotency"
 	"rental/infra/ledgerstore"
@@ -36,11 +37,15 @@ func newSubsEnv(t *testing.T) *subsEnv {
 	idem := idempotency.New(oe.db.Pool, idempotency.Options{})
 	// A second edge on the same database and Redis, with the subscription module.
 	se.authEnv = newAuthEnv(t, authEnvOptions{shareWith: oe.authEnv, extra: func(o *Options) {
-		pm, err := NewPricing(PricingOptions{Network: network.Nile, Snapshots: se.snaps, Chain: tron.NewClient("http://127.0.0.1:1"), Now: se.clock.Now})
+		prices, err := acceptance.NewPrices(acceptance.PricesOptions{Network: network.Nile, Snapshots: se.snaps, Chain: tron.NewClient("http://127.0.0.1:1"), Now: se.clock.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sm, err := NewSubscriptions(SubscriptionsOptions{Network: network.Nile, Ledger: oe.ledger, Idempotency: idem, Pricing: pm,
+		pm, err := NewPricing(PricingOptions{Prices: prices})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sm, err := NewSubscriptions(SubscriptionsOptions{Network: network.Nile, Ledger: oe.ledger, Idempotency: idem, Prices: prices,
 			Available: se.available.Load, Now: se.clock.Now})
 		if err != nil {
 			t.Fatal(err)

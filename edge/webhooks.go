@@ -463,7 +463,7 @@ func (m *Webhooks) deliveries(ctx context.Context, rc *fasthttp.RequestCtx) erro
 	if err != nil {
 		return err
 	}
-	q, err := readQuery(rc, "limit", "cursor")
+	q, err := queryParams(rc, "limit", "cursor")
 	if err != nil {
 		return err
 	}

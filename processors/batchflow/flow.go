@@ -7,7 +7,7 @@
 // LOCKED, so replicas share a batch and never take the same receiver), places its order
 // through the Placer inside a savepoint, and records the result on the receiver. The
 // order's client_order_id is derived from the batch and the receiver's index, and a
-// placement that finds that order already there (ErrPlacedBefore) places nothing new, so a
+// placement that finds that order already there (acceptance.ErrPlacedBefore) places nothing new, so a
 // replica killed at any point can neither lose a receiver nor place one twice.
 //
 // Outcomes: the order events consumer (events.orders.v1, one consumer group) resolves the
@@ -31,10 +31,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"rental/infra/acceptance"
 	"rental/infra/batchstore"
 	"rental/infra/kafka"
 	"rental/infra/metrics"
 	"rental/infra/orderstore"
+	"rental/infra/tron"
 	"rental/schemas/apierr"
 	"rental/schemas/batches"
 	"rental/schemas/events"
@@ -43,28 +45,12 @@ import (
 	"rental/schemas/topics"
 )
 
-// Placement is one receiver's order: the fields of POST /v1/orders without a quote, with
-// the batch it belongs to.
-type Placement struct {
-	ClientOrderID string
-	BatchID       string
-	Resource      string
-	Tier          string
-	Amount        int64
-	Receiver      string
-	Activate      bool
-	MaxPriceSun   *int64
-}
-
-// ErrPlacedBefore is a Placer finding the placement's order on the account already.
-var ErrPlacedBefore = errors.New("batchflow: the receiver's order exists")
-
 // Placer places an order for an account inside tx with every check and charge of
-// POST /v1/orders, and returns its id. A refusal is a catalogue error (*apierr.Error) and
-// writes nothing; an order with the placement's client_order_id in the batch already is
-// ErrPlacedBefore. infra/stages/batchstage adapts edge.Orders.PlaceTx to it.
+// POST /v1/orders and returns it; *acceptance.Orders is one. A refusal is a catalogue
+// error (*apierr.Error) and writes nothing; an order with the placement's client_order_id
+// in the batch already is acceptance.ErrPlacedBefore.
 type Placer interface {
-	Place(ctx context.Context, tx pgx.Tx, accountID string, p Placement) (orderID string, err error)
+	PlaceTx(ctx context.Context, tx pgx.Tx, accountID string, p acceptance.Placement) (orders.Record, error)
 }
 
 // Options configure a Flow.
@@ -314,16 +300,21 @@ func (f *Flow) place(ctx context.Context, tx pgx.Tx, c batchstore.Claimed) (stri
 	if err != nil {
 		return "", err
 	}
-	p := Placement{ClientOrderID: c.ClientOrderID(), BatchID: c.BatchID, Resource: c.Resource, Tier: c.Tier,
-		Amount: c.Amount, Receiver: c.Receiver, Activate: c.Activate, MaxPriceSun: c.MaxPriceSun}
-	id, perr := f.o.Placer.Place(ctx, sp, c.AccountID, p)
+	addr, err := tron.ParseAddress(c.Receiver)
+	if err != nil {
+		return "", errors.Join(err, sp.Rollback(ctx)) // stored by the edge after validation: never happens
+	}
+	batchID := c.BatchID
+	p := acceptance.Placement{ClientOrderID: c.ClientOrderID(), BatchID: &batchID, Resource: pricing.Resource(c.Resource),
+		Tier: pricing.Tier(c.Tier), Amount: c.Amount, Receiver: addr, Activate: c.Activate, MaxPriceSun: c.MaxPriceSun}
+	rec, perr := f.o.Placer.PlaceTx(ctx, sp, c.AccountID, p)
 	if perr == nil {
-		return id, sp.Commit(ctx)
+		return rec.ID, sp.Commit(ctx)
 	}
 	if err := sp.Rollback(ctx); err != nil {
 		return "", errors.Join(perr, err)
 	}
-	if errors.Is(perr, ErrPlacedBefore) {
+	if errors.Is(perr, acceptance.ErrPlacedBefore) {
 		return batchstore.PlacedOrder(ctx, tx, c)
 	}
 	return "", perr

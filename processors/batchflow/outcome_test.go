@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"rental/infra/acceptance"
 	"rental/infra/batchstore"
 	"rental/infra/orderstore"
 	"rental/infra/testenv"
@@ -31,9 +32,9 @@ import (
 
 type noPlacer struct{ t *testing.T }
 
-func (p noPlacer) Place(context.Context, pgx.Tx, string, Placement) (string, error) {
+func (p noPlacer) PlaceTx(context.Context, pgx.Tx, string, acceptance.Placement) (orders.Record, error) {
 	p.t.Error("nothing is pending; the placer must not be called")
-	return "", nil
+	return orders.Record{}, nil
 }
 
 func TestOrderOutcomesEndTheBatchOnce(t *testing.T) {

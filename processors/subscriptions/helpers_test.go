@@ -16,10 +16,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"rental/edge"
+	"rental/infra/acceptance"
 	"rental/infra/idempotency"
 	"rental/infra/ledgerstore"
-	"rental/infra/stages/substage"
 	"rental/infra/substore"
 	"rental/infra/testenv"
 	"rental/infra/testenv/chainstack"
@@ -35,7 +34,7 @@ import (
 
 // The watcher's tests run the real pieces around it: Postgres, the kfake broker over TCP,
 // the outbox relay, the chain follower, the order processor and the node simulator over
-// HTTP with fast blocks; refills are placed through the edge's order module (every check
+// HTTP with fast blocks; refills are placed through order acceptance (infra/acceptance: every check
 // of POST /v1/orders) priced from a snapshot of the test model below.
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -101,7 +100,7 @@ func poolKey(i int) tron.PrivateKey {
 }
 
 // newEnv starts Postgres, Kafka, the simulator with one stake pool, the relay and the chain
-// follower, and builds the edge's order module for placements. The order processor and
+// follower, and builds order acceptance for placements. The order processor and
 // the watchers are started separately.
 func newEnv(t *testing.T) *env {
 	t.Helper()
@@ -116,16 +115,16 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pm, err := edge.NewPricing(edge.PricingOptions{Network: network.Mainnet, Snapshots: liveSnapshots{t}, Chain: e.node})
+	pm, err := acceptance.NewPrices(acceptance.PricesOptions{Network: network.Mainnet, Snapshots: liveSnapshots{t}, Chain: e.node})
 	if err != nil {
 		t.Fatal(err)
 	}
-	om, err := edge.NewOrders(edge.OrdersOptions{Network: network.Mainnet, Pricing: pm, Ledger: e.ledger,
+	om, err := acceptance.NewOrders(acceptance.Options{Network: network.Mainnet, Prices: pm, Ledger: e.ledger,
 		Idempotency: idempotency.New(e.db.Pool, idempotency.Options{}), OwnAddresses: []tron.Address{k.Address()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.placer = substage.RefillPlacer{Orders: om}
+	e.placer = om
 	t.Cleanup(func() {
 		vs, err := ledgerstore.CheckPool(context.Background(), e.db.Pool, ledgerstore.CheckOptions{})
 		if err != nil {

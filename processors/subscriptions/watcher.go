@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"rental/infra/acceptance"
 	"rental/infra/metrics"
 	"rental/infra/substore"
 	"rental/infra/tron"
@@ -30,36 +31,17 @@ import (
 	"rental/schemas/autorefill"
 	"rental/schemas/events"
 	"rental/schemas/orders"
+	"rental/schemas/pricing"
 )
-
-// Refill is an order the watcher asks for on a subscription's behalf.
-type Refill struct {
-	SubscriptionID string
-	ClientOrderID  string // derived from the subscription and its refill sequence
-	Resource       string // energy or bandwidth
-	Amount         int64
-	Tier           string
-	Receiver       tron.Address
-	MaxPriceSun    *int64 // the legacy cap; a total above it is refused with 3006, nothing charged
-}
-
-// Placed is the order a refill created.
-type Placed struct {
-	OrderID  string
-	TotalSun int64
-}
 
 // Placer prices, charges and stores an order inside tx with every check of POST
 // /v1/orders, refusing with the same catalogue errors (4001 with required_sun and
-// available_sun, 3006, 5001, ...) and writing nothing on a refusal. infra/stages/substage wires
-// the edge's order module into it. ErrPlacedBefore means an order with the client order id
-// exists already.
+// available_sun, 3006, 5001, ...) and writing nothing on a refusal; *acceptance.Orders is
+// one. acceptance.ErrPlacedBefore means an order with the refill's client order id exists
+// already.
 type Placer interface {
-	PlaceRefill(ctx context.Context, tx pgx.Tx, accountID string, r Refill) (Placed, error)
+	PlaceTx(ctx context.Context, tx pgx.Tx, accountID string, p acceptance.Placement) (orders.Record, error)
 }
-
-// ErrPlacedBefore is a Placer finding the refill's order already placed.
-var ErrPlacedBefore = errors.New("subscriptions: refill order placed before")
 
 // Chain reads an address's resources; *tron.Client is one.
 type Chain interface {
@@ -440,15 +422,18 @@ func (c *check) place(ctx context.Context, amount, trigger int64, maxPrice *int6
 		return err
 	}
 	seq := s.RefillSeq + 1
-	r := Refill{SubscriptionID: s.ID, ClientOrderID: fmt.Sprintf("%s:r%d", s.ID, seq), Resource: s.Resource, Amount: amount,
-		Tier: s.Tier, Receiver: addr, MaxPriceSun: maxPrice}
-	var placed Placed
+	// The client order id is derived from the subscription and its refill sequence; a
+	// MaxPriceSun (the legacy cap) refuses a total above it with 3006, nothing charged.
+	subID := s.ID
+	r := acceptance.Placement{SubscriptionID: &subID, ClientOrderID: fmt.Sprintf("%s:r%d", s.ID, seq),
+		Resource: pricing.Resource(s.Resource), Amount: amount, Tier: pricing.Tier(s.Tier), Receiver: addr, MaxPriceSun: maxPrice}
+	var placed orders.Record
 	err = pgx.BeginFunc(ctx, c.tx, func(sp pgx.Tx) error {
 		var err error
-		placed, err = c.w.o.Placer.PlaceRefill(ctx, sp, s.AccountID, r)
+		placed, err = c.w.o.Placer.PlaceTx(ctx, sp, s.AccountID, r)
 		return err
 	})
-	if errors.Is(err, ErrPlacedBefore) {
+	if errors.Is(err, acceptance.ErrPlacedBefore) {
 		// Only possible if the sequence was not advanced with an earlier placement; skip
 		// the number rather than place a second order under it.
 		c.w.log.Error("subscription refill found placed before; advancing the sequence", "subscription", s.ID, "client_order_id", r.ClientOrderID)
@@ -464,7 +449,7 @@ func (c *check) place(ctx context.Context, amount, trigger int64, maxPrice *int6
 	}
 	s.RefillSeq, s.RefillsToday = seq, s.RefillsToday+1
 	at := c.now
-	s.LastRefillAt, s.LastOrderID = &at, &placed.OrderID
+	s.LastRefillAt, s.LastOrderID = &at, &placed.ID
 	if s.Status != autorefill.Active {
 		if err := c.resume(ctx); err != nil {
 			return err
@@ -472,7 +457,7 @@ func (c *check) place(ctx context.Context, amount, trigger int64, maxPrice *int6
 	}
 	c.outcome = "refilled"
 	c.w.refills.WithLabelValues(string(s.Kind)).Inc()
-	h := substore.History{Kind: autorefill.HistRefill, AmountSun: &placed.TotalSun, OrderID: &placed.OrderID, At: c.now}
+	h := substore.History{Kind: autorefill.HistRefill, AmountSun: &placed.TotalAmountSun, OrderID: &placed.ID, At: c.now}
 	if s.Resource == "energy" {
 		h.EnergyDelta = &amount
 	}
@@ -480,8 +465,8 @@ func (c *check) place(ctx context.Context, amount, trigger int64, maxPrice *int6
 		return err
 	}
 	return substore.Emit(ctx, c.tx, *s, events.EventSubscriptionRefilled, events.SubscriptionRefilled{
-		SubscriptionID: s.ID, OrderID: placed.OrderID, Receiver: s.Receiver, Resource: s.Resource, Amount: amount, Tier: s.Tier,
-		TriggerAvailable: trigger, ThresholdAmount: s.ThresholdAmount, TotalAmountSun: placed.TotalSun, RefillsToday: s.RefillsToday})
+		SubscriptionID: s.ID, OrderID: placed.ID, Receiver: s.Receiver, Resource: s.Resource, Amount: amount, Tier: s.Tier,
+		TriggerAvailable: trigger, ThresholdAmount: s.ThresholdAmount, TotalAmountSun: placed.TotalAmountSun, RefillsToday: s.RefillsToday})
 }
 
 // refused handles a placement refused with a catalogue error: funds and the price cap

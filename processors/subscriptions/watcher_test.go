@@ -11,9 +11,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"rental/infra/acceptance"
 	"rental/infra/tron"
 	"rental/processors/subscriptions"
 	"rental/schemas/autorefill"
+	"rental/schemas/orders"
 )
 
 // A receiver whose energy runs out is refilled: the order is placed through the order
@@ -404,17 +406,17 @@ func TestBandwidthRefill(t *testing.T) {
 	}
 }
 
-// crashingPlacer places through the real order module and then fails as a crash between
+// crashingPlacer places through real order acceptance and then fails as a crash between
 // the placement and the commit would: the check's transaction rolls back.
 type crashingPlacer struct {
 	inner   subscriptions.Placer
 	crashes atomic.Int32
 }
 
-func (c *crashingPlacer) PlaceRefill(ctx context.Context, tx pgx.Tx, accountID string, r subscriptions.Refill) (subscriptions.Placed, error) {
-	p, err := c.inner.PlaceRefill(ctx, tx, accountID, r)
+func (c *crashingPlacer) PlaceTx(ctx context.Context, tx pgx.Tx, accountID string, r acceptance.Placement) (orders.Record, error) {
+	p, err := c.inner.PlaceTx(ctx, tx, accountID, r)
 	if err == nil && c.crashes.Add(-1) >= 0 {
-		return subscriptions.Placed{}, errors.New("injected crash after placing " + p.OrderID)
+		return orders.Record{}, errors.New("injected crash after placing " + p.ID)
 	}
 	return p, err
 }

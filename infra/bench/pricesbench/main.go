@@ -28,6 +28,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"rental/edge"
+	"rental/infra/acceptance"
 	"rental/infra/health"
 	"rental/infra/tron"
 	"rental/schemas/network"
@@ -74,11 +75,15 @@ func run(edgeAddr, refAddr string) error {
 	if err != nil {
 		return err
 	}
-	mod, err := edge.NewPricing(edge.PricingOptions{
+	prices, err := acceptance.NewPrices(acceptance.PricesOptions{
 		Network: network.Nile, Snapshots: pricing.StaticSource{Snap: snap},
 		Chain:  tron.NewClient("http://127.0.0.1:1"), // never read by GET /v1/prices
 		Logger: log,
 	})
+	if err != nil {
+		return err
+	}
+	mod, err := edge.NewPricing(edge.PricingOptions{Prices: prices, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,5 @@
-// Package acceptstage wires order acceptance, which the edge (POST /v1/orders), the batch
-// processor and the subscription watcher share: the pricing module that prices a request
-// from the pricer's snapshot and the order module that checks, holds and records it.
+// Package acceptstage wires order acceptance (infra/acceptance), which the edge
+// (POST /v1/orders), the batch processor and the subscription watcher share: the live prices
+// read from the pricer's snapshot and the orders that check, hold and record a request. It
+// links no edge code, so the processors' binaries do not either.
 package acceptstage

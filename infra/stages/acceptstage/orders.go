@@ -6,7 +6,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"rental/edge"
+	"rental/infra/acceptance"
 	"rental/infra/config"
 	"rental/infra/idempotency"
 	"rental/infra/ledgerstore"
@@ -14,10 +14,11 @@ import (
 	"rental/infra/tron"
 )
 
-// OrdersModule is the edge's order endpoints. led is the edge's ledger (its balance.low
-// rule applies to the holds order creation places); nil builds one the same way (ledgerstage.Ledger).
-func OrdersModule(cfg config.Config, pool *pgxpool.Pool, pricingAPI *edge.Pricing, led *ledgerstore.Ledger,
-	idem *idempotency.Store, log *slog.Logger, reg prometheus.Registerer) (*edge.Orders, error) {
+// Acceptance is order acceptance from configuration: POST /v1/orders, batch receivers and
+// subscription refills. led is the ledger (its balance.low rule applies to the holds
+// acceptance places); nil builds one the same way (ledgerstage.Ledger).
+func Acceptance(cfg config.Config, pool *pgxpool.Pool, prices *acceptance.Prices, led *ledgerstore.Ledger,
+	idem *idempotency.Store, log *slog.Logger, reg prometheus.Registerer) (*acceptance.Orders, error) {
 	if led == nil {
 		var err error
 		if led, err = ledgerstage.Ledger(cfg, pool); err != nil {
@@ -32,9 +33,9 @@ func OrdersModule(cfg config.Config, pool *pgxpool.Pool, pricingAPI *edge.Pricin
 		}
 		own = append(own, t)
 	}
-	return edge.NewOrders(edge.OrdersOptions{
+	return acceptance.NewOrders(acceptance.Options{
 		Network:             cfg.Network,
-		Pricing:             pricingAPI,
+		Prices:              prices,
 		Ledger:              led,
 		Idempotency:         idem,
 		OwnAddresses:        own,

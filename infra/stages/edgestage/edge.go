@@ -113,16 +113,24 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 	}
 
 	idem := idempotency.New(pool, idempotency.Options{})
-	pricingAPI, snapshots, err := acceptstage.PricingModule(cfg, pool, rdb, idem, log)
+	prices, snapshots, err := acceptstage.LivePrices(cfg, rdb, log)
 	if err != nil {
 		return nil, err
 	}
-	ordersAPI, err := acceptstage.OrdersModule(cfg, pool, pricingAPI, nil, idem, log, reg)
+	pricingAPI, err := pricingModule(pool, prices, idem, log)
+	if err != nil {
+		return nil, err
+	}
+	acc, err := acceptstage.Acceptance(cfg, pool, prices, nil, idem, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	ordersAPI, err := ordersModule(pool, acc, idem)
 	if err != nil {
 		return nil, err
 	}
 
-	batchesAPI, err := batchesModule(cfg, ordersAPI, log)
+	batchesAPI, err := batchesModule(cfg, pool, acc, idem, log)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +139,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	subscriptionsAPI, err := subscriptionsModule(cfg, pool, pricingAPI, idem, log)
+	subscriptionsAPI, err := subscriptionsModule(cfg, pool, prices, idem, log)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,8 @@
-package edge
+package acceptance
 
-// Group commit of order creation (docs/orders.md "Group commit").
+// Group commit of order acceptance (docs/orders.md "Group commit").
 //
-// POST /v1/orders prices its order without the database, then hands it to a committer.
+// Accept (POST /v1/orders) prices its order without the database, then hands it to a committer.
 // A committer takes every creation waiting (up to GroupMax) and stores them in ONE
 // transaction of two round trips, however many there are:
 //
@@ -19,7 +19,7 @@ package edge
 // client_order_id, a receiver that is not ours, funds that cover the total (after the
 // group's earlier orders of the account), room under the in-flight limit and under the
 // receiver's energy ceiling (after the group's earlier orders to it). Everything
-// else is declined and goes through the one-by-one transaction (createOne), which gives
+// else is declined and goes through the one-by-one transaction (Accept), which gives
 // the replay, 3010, 3015, 3003, 4001/4002, 1101 or 5005 answer with its details exactly as
 // before; so does every member of a group whose transaction failed. A declined order was
 // never written: the group decided before writing, or rolled back.
@@ -31,26 +31,23 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/valyala/fasthttp"
 
 	"rental/infra/idempotency"
 	"rental/infra/ledgerstore"
 	promreg "rental/infra/metrics"
 	"rental/infra/orderstore"
 	"rental/infra/pg"
-	"rental/infra/tron"
 	"rental/schemas/orders"
 )
 
-// Defaults of the group commit (OrdersOptions).
+// Defaults of the group commit (Options).
 const (
 	DefaultGroupCommitters = 2
 	DefaultGroupMax        = 64
@@ -64,14 +61,13 @@ const (
 )
 
 // errDeclined is a creation the group did not store: run it one by one.
-var errDeclined = errors.New("edge: orders: declined by the group")
+var errDeclined = errors.New("acceptance: declined by the group")
 
 // groupEntry is one creation handed to a committer.
 type groupEntry struct {
 	n    orderstore.NewOrder
 	key  idempotency.Key
 	hash []byte
-	rcv  tron.Address
 	body []byte     // the stored 201 body once done is nil
 	done chan error // nil: created; errDeclined: the caller runs the one-by-one path
 }
@@ -223,15 +219,16 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 		seen[e.key] = true
 		cands = append(cands, e)
 	}
-	accounts, keys, receivers := make([]string, len(cands)), make([]idempotency.Key, len(cands)), make([]tron.Address, len(cands))
+	accounts, keys, receivers := make([]string, len(cands)), make([]idempotency.Key, len(cands)), make([]string, len(cands))
 	for i, e := range cands {
-		accounts[i], keys[i], receivers[i] = e.n.AccountID, e.key, e.rcv
+		accounts[i], keys[i], receivers[i] = e.n.AccountID, e.key, e.n.Receiver
 	}
 	b := &pgx.Batch{}
 	// The statements after this one take arrays of the group's keys; they are planned by
 	// their indexes, once per connection (pg.IndexPlans).
 	b.Queue(pg.IndexPlans)
-	ours := m.queueReceiversCheck(b, receivers, min(groupLockWait, m.o.LockWait)) // before the locks: it sets the lock wait
+	wait := min(groupLockWait, m.o.LockWait)
+	ours := m.queueOurs(b, receivers, &wait) // before the locks: it sets the lock wait
 	// The receivers' ceiling locks come before the accounts' rows, as in the one-by-one
 	// transaction (which takes the receiver's lock, then the account's row with its hold),
 	// and in receiver order, so that groups queue behind each other instead of deadlocking.
@@ -247,7 +244,7 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 	}
 	var live *orderstore.LiveEnergy
 	if len(ceiling) > 0 {
-		b.Queue(`SELECT count(pg_advisory_xact_lock(`+strings.Replace(receiverLock, "$1", "r", 1)+`)) FROM unnest($1::text[]) AS r`, ceiling)
+		orderstore.QueueLockReceivers(b, ceiling)
 		live = orderstore.QueueReceiversLiveEnergy(b, ceiling, m.o.Now())
 	}
 	locked := m.o.Ledger.QueueLockAccounts(b, accounts)
@@ -274,7 +271,7 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 		switch {
 		case existing.Has(e.key):
 			reason = "key_recorded"
-		case ours(e.rcv):
+		case ours(e.n.Receiver):
 			reason = "receiver_ours"
 		case !ok || total > f.Available()-taken[acc]:
 			reason = "funds"
@@ -315,7 +312,7 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 			return nil, err
 		}
 		done[i] = idempotency.Done{Key: e.key, Hash: e.hash,
-			Response: idempotency.Response{Status: fasthttp.StatusCreated, Body: e.body, ObjectID: e.n.ID}}
+			Response: idempotency.Response{Status: http.StatusCreated, Body: e.body, ObjectID: e.n.ID}}
 	}
 	m.o.Idempotency.QueueInsertDone(b, done)
 	// A balance crossing its low threshold has writes of its own (and balance.low) after
@@ -338,30 +335,4 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 		return nil, err
 	}
 	return admitted, nil
-}
-
-// queueReceiversCheck is queueReceiverCheck for several receivers in one statement (which
-// also sets the transaction's lock wait to wait); the function it returns tells, once
-// b ran, whether a receiver is the service's own.
-func (m *Orders) queueReceiversCheck(b *pgx.Batch, receivers []tron.Address, wait time.Duration) func(tron.Address) bool {
-	found := map[string]bool{}
-	addrs := make([]string, len(receivers))
-	for i, a := range receivers {
-		addrs[i] = a.String()
-	}
-	b.Queue(`SELECT set_config('lock_timeout', $2, true),
-			array(SELECT r FROM unnest($1::text[]) AS r
-			WHERE EXISTS (SELECT 1 FROM deposit_addresses WHERE address = r) OR EXISTS (SELECT 1 FROM stake_pools WHERE address = r))`,
-		addrs, strconv.FormatInt(wait.Milliseconds(), 10)).QueryRow(func(r pgx.Row) error {
-		var lockTimeout string
-		var ours []string
-		if err := r.Scan(&lockTimeout, &ours); err != nil {
-			return err
-		}
-		for _, a := range ours {
-			found[a] = true
-		}
-		return nil
-	})
-	return func(a tron.Address) bool { return m.own[a] || found[a.String()] }
 }

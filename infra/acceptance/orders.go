@@ -1,0 +1,430 @@
+// Package acceptance is order acceptance, the synchronous debit: it prices an order from
+// the live snapshot, checks it (receiver, limits, funds, stock), places the ledger hold and
+// stores the order row with its processing intent (outbox), all in one Postgres
+// transaction (docs/orders.md "API", "Group commit"). POST /v1/orders calls Accept; the
+// batch processor and the subscription watcher place their orders with PlaceTx inside
+// their own transactions, so every order, wherever it comes from, passes the same checks.
+// It has no HTTP in it: refusals are catalogue errors (schemas/apierr) the caller renders.
+package acceptance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"rental/infra/idempotency"
+	"rental/infra/ledgerstore"
+	"rental/infra/orderstore"
+	"rental/infra/quotes"
+	"rental/infra/tron"
+	"rental/schemas/apierr"
+	"rental/schemas/network"
+	"rental/schemas/orders"
+	"rental/schemas/pricing"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxInFlightOrders = 100
+	DefaultMaxOrderEnergy    = 10_000_000
+	DefaultOrderLockWait     = 3 * time.Second
+	// MaxClientOrderIDLen is the longest client_order_id accepted.
+	MaxClientOrderIDLen = 128
+)
+
+// Options are order acceptance's dependencies and limits (infra/config Orders).
+type Options struct {
+	Network     network.Network     // required
+	Prices      *Prices             // required: prices from the snapshot, receiver activation
+	Ledger      *ledgerstore.Ledger // required: holds and totals; its pool runs the transactions
+	Idempotency *idempotency.Store  // required: client_order_id records
+	// OwnAddresses are refused as receivers with 3003 besides every deposit address and
+	// stake pool in the database: POOL_ADDRESSES and TREASURY_ADDRESS.
+	OwnAddresses []tron.Address
+	// MaxInFlight is the 1101 limit: orders of one account still waiting for delivery.
+	MaxInFlight int
+	// MaxOrderEnergy is the account limit max_order_energy (2008 above it).
+	MaxOrderEnergy int64
+	// ReceiverMaxEnergy is the 5005 ceiling: energy one receiver may hold from this
+	// service's live orders, every account together. 0 means no ceiling.
+	ReceiverMaxEnergy int64
+	// ForbidProviderSpill restricts orders to the own pools: an order they cannot fill is
+	// 5007 instead of being filled from market providers or the deep reserve.
+	ForbidProviderSpill bool
+	// MarketProviders is how many market providers the pricer is configured with: when
+	// there are some but the book holds no market level, they all failed (the pricer drops
+	// a source after SUPPLY_MAX_STALE), and an order own stock cannot fill is 5004.
+	MarketProviders int
+	// LockWait bounds how long a creation waits for a concurrent creation of the same
+	// account (or receiver) before answering 4004 ledger_conflict (default 3 s).
+	LockWait time.Duration
+	// GroupCommitters is how many transactions may store creations in groups at once
+	// (group.go); 0 is DefaultGroupCommitters, a negative value stores every order in
+	// its own transaction. GroupMax bounds a group (default DefaultGroupMax).
+	GroupCommitters int
+	GroupMax        int
+	// Registerer receives the group commit's metrics (default: Prometheus' default).
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger     // default: discard
+	Now        func() time.Time // default: the prices' clock (quotes are stamped with it)
+}
+
+// Orders accepts orders: Accept for POST /v1/orders, PlaceTx for the orders the service
+// places on an account's behalf.
+type Orders struct {
+	o     Options
+	log   *slog.Logger
+	own   map[string]bool // OwnAddresses, in their Base58 form
+	group *groupCommitter // nil: every creation in its own transaction
+}
+
+// NewOrders checks the options.
+func NewOrders(o Options) (*Orders, error) {
+	if o.Prices == nil || o.Ledger == nil || o.Idempotency == nil {
+		return nil, errors.New("acceptance: orders: Prices, Ledger and Idempotency are required")
+	}
+	if _, err := network.Parse(string(o.Network)); err != nil {
+		return nil, errors.New("acceptance: orders: " + err.Error())
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = DefaultMaxInFlightOrders
+	}
+	if o.MaxOrderEnergy <= 0 {
+		o.MaxOrderEnergy = DefaultMaxOrderEnergy
+	}
+	if o.ReceiverMaxEnergy < 0 {
+		o.ReceiverMaxEnergy = 0
+	}
+	if o.LockWait <= 0 {
+		o.LockWait = DefaultOrderLockWait
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = o.Prices.o.Now
+	}
+	m := &Orders{o: o, log: o.Logger.With("module", "orders"), own: map[string]bool{}}
+	for _, a := range o.OwnAddresses {
+		if !a.IsZero() {
+			m.own[a.String()] = true
+		}
+	}
+	if o.GroupCommitters == 0 {
+		m.o.GroupCommitters = DefaultGroupCommitters
+	}
+	if o.GroupMax <= 0 {
+		m.o.GroupMax = DefaultGroupMax
+	}
+	if m.o.GroupCommitters > 0 {
+		m.group = newGroupCommitter(m, o.Registerer)
+	}
+	return m, nil
+}
+
+// Now is acceptance's clock: orders are stamped with it.
+func (m *Orders) Now() time.Time { return m.o.Now() }
+
+// Network is the network orders are accepted for.
+func (m *Orders) Network() network.Network { return m.o.Network }
+
+// ValidClientOrderID: 1 to 128 printable ASCII characters without spaces. The id is an
+// idempotency key and a list filter, so it must survive logs and query strings unchanged.
+func ValidClientOrderID(s string) bool {
+	if len(s) == 0 || len(s) > MaxClientOrderIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Request is a syntactically valid order of POST /v1/orders. Resource, Amount and Tier
+// may be unset ("", 0, "") only with a quote, which then supplies them.
+type Request struct {
+	ClientOrderID string
+	Resource      pricing.Resource
+	Amount        int64
+	Tier          pricing.Tier
+	Receiver      tron.Address
+	Activate      bool
+	QuoteID       string
+	MaxPriceSun   *int64
+	activation    *Activation // the receiver's state, read before the transaction (not hashed)
+}
+
+// Hash fingerprints the order for the idempotency record: the parsed fields with the
+// defaults applied, so key order, whitespace and an explicit default (activate false) do
+// not make a retry "different", while any change of what is ordered does (3010).
+func (r Request) Hash() []byte {
+	var maxPrice string
+	if r.MaxPriceSun != nil {
+		maxPrice = strconv.FormatInt(*r.MaxPriceSun, 10)
+	}
+	return idempotency.Hash([]byte("POST /v1/orders v1"), []byte(r.ClientOrderID), []byte(r.Resource),
+		[]byte(strconv.FormatInt(r.Amount, 10)), []byte(r.Tier), r.Receiver[:], []byte(strconv.FormatBool(r.Activate)),
+		[]byte(r.QuoteID), []byte(maxPrice))
+}
+
+// Accepted is Accept's outcome: the order's 201 body, or with Replayed the body stored for
+// the client_order_id before (the spec: HTTP 200, nothing charged).
+type Accepted struct {
+	Body     []byte
+	Replayed bool
+}
+
+// Accept creates the order of POST /v1/orders in ONE Postgres transaction: the
+// client_order_id idempotency record, the ledger hold of the total, the order row with its
+// processing intent (outbox), the account's order totals, and the stored response. Either
+// all of it commits or none does, so every refusal, a 503 included, stores and charges
+// nothing, and a verbatim retry with the same client_order_id is always safe. Plain
+// creations go through the group commit (group.go) when it runs.
+func (m *Orders) Accept(ctx context.Context, accountID string, req Request) (Accepted, error) {
+	key := idempotency.Key{AccountID: accountID, Namespace: idempotency.NamespaceOrder, Key: req.ClientOrderID}
+	// Read the receiver's activation before the transaction opens, so that no node call
+	// happens while it holds the account's row and a connection; the pricing inside uses
+	// this answer. (A replay pays this read too; it changes nothing.)
+	act := m.o.Prices.Activated(ctx, req.Receiver)
+	req.activation = &act
+	if body, ok, err := m.acceptInGroup(ctx, accountID, req, key); err != nil || ok {
+		return Accepted{Body: body}, err
+	}
+	var out Accepted
+	err := m.InTx(ctx, func(tx pgx.Tx) error {
+		// The claim and the receiver check travel in one round trip; the check's answer
+		// counts only for a fresh claim.
+		b := &pgx.Batch{}
+		claim := m.o.Idempotency.QueueClaim(b, key, req.Hash())
+		ours := m.queueReceiverCheck(b, req.Receiver)
+		c, err := claim.Result(ctx, tx, tx.SendBatch(ctx, b).Close())
+		if err != nil {
+			return err
+		}
+		if c.Replay != nil {
+			out = Accepted{Body: c.Replay.Body, Replayed: true}
+			return nil
+		}
+		if err := ours(); err != nil {
+			return err
+		}
+		// create bounds the waits left (the account's row, a receiver's ceiling lock) to
+		// LockWait (set with the receiver check); a longer wait is answered 4004.
+		_, out.Body, err = m.create(ctx, tx, accountID, req, nil, nil, &key)
+		return err
+	})
+	return out, err
+}
+
+// acceptInGroup stores the order through the group commit when it can: ok with the 201
+// body when it was stored. Not ok (and no error) leaves it to the one-by-one transaction:
+// an order with a quote (read and checked in the transaction), an order whose pricing
+// refuses it (the answer depends on whether client_order_id replays, which only the claim
+// knows), or one the group declined.
+func (m *Orders) acceptInGroup(ctx context.Context, accountID string, req Request, key idempotency.Key) ([]byte, bool, error) {
+	if m.group == nil || req.QuoteID != "" {
+		return nil, false, nil
+	}
+	n, err := m.prepare(ctx, accountID, req, nil, nil, nil)
+	if err != nil {
+		return nil, false, nil
+	}
+	e := &groupEntry{n: n, key: key, hash: req.Hash()}
+	switch err := m.group.submit(ctx, e); {
+	case err == nil:
+		return e.body, true, nil
+	case errors.Is(err, errDeclined):
+		return nil, false, nil
+	default:
+		return nil, false, err
+	}
+}
+
+// InTx runs fn in a transaction of the ledger's pool, begun with the idempotency store's
+// lock wait. Serialisation failures, deadlocks and lock waits beyond the bound between
+// concurrent creations become 4004 ledger_conflict: the transaction rolled back, nothing
+// was charged, and a retry at once may pass. Batch creation uses it too.
+func (m *Orders) InTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	// The BEGIN also bounds the idempotency claim's lock wait (one round trip for both).
+	err := pgx.BeginTxFunc(ctx, m.o.Ledger.Pool(), pgx.TxOptions{BeginQuery: m.o.Idempotency.BeginQuery()}, fn)
+	var pe *pgconn.PgError
+	if err != nil && errors.As(err, &pe) && !isCatalogue(err) {
+		switch pe.Code {
+		case "40001", "40P01", "55P03":
+			return apierr.LedgerConflict.Wrap(err, "a concurrent order of this account collided with this one; nothing was charged, retry at once")
+		}
+	}
+	return err
+}
+
+func isCatalogue(err error) bool {
+	var e *apierr.Error
+	return errors.As(err, &e)
+}
+
+// create runs the checks that need the database, the price or the chain, in the order
+// docs/orders.md lists, then charges and stores the order. Every refusal returns before
+// anything is written, and the caller's rollback undoes the rest.
+//
+// The receiver must have passed the own-address check (queueReceiverCheck) in tx, which
+// also set the transaction's lock wait. With key, the idempotency record is completed with
+// the 201 response, whose body create returns; the last writes (hold, order row and intent,
+// stored response) travel in one round trip.
+func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req Request, batchID, subscriptionID *string,
+	key *idempotency.Key) (orders.Record, []byte, error) {
+	var q *quotes.Quote
+	if req.QuoteID != "" {
+		qq, err := m.useQuote(ctx, tx, accountID, &req)
+		if err != nil {
+			return orders.Record{}, nil, err
+		}
+		q = &qq
+	}
+	n, err := m.prepare(ctx, accountID, req, q, batchID, subscriptionID)
+	if err != nil {
+		return orders.Record{}, nil, err
+	}
+	if req.Resource == pricing.Energy && m.o.ReceiverMaxEnergy > 0 {
+		if err := m.checkReceiverCeiling(ctx, tx, req.Receiver, req.Amount); err != nil {
+			return orders.Record{}, nil, err
+		}
+	}
+	b := &pgx.Batch{}
+	w, err := m.queueWrites(b, n, key)
+	if err != nil {
+		return orders.Record{}, nil, err
+	}
+	if err := w.result(ctx, tx, tx.SendBatch(ctx, b).Close()); err != nil {
+		return orders.Record{}, nil, err
+	}
+	return w.ins.Row.Record, w.body, nil
+}
+
+// prepare prices the order and runs every check that needs neither the database nor a
+// lock (activation rules, max_price_sun): what it returns is the order to store.
+func (m *Orders) prepare(ctx context.Context, accountID string, req Request, q *quotes.Quote, batchID, subscriptionID *string) (orderstore.NewOrder, error) {
+	pr, err := m.price(ctx, req)
+	if err != nil {
+		return orderstore.NewOrder{}, err
+	}
+	activated := pr.Activated != nil && *pr.Activated // price is binding: never nil here
+	n := orderstore.NewOrder{
+		ID: orderstore.NewID(), AccountID: accountID, Network: m.o.Network, ClientOrderID: req.ClientOrderID,
+		Resource: orders.Resource(req.Resource), Receiver: req.Receiver.String(), Activate: req.Activate,
+		CreatedAt: m.o.Now(), BatchID: batchID, SubscriptionID: subscriptionID,
+	}
+	if req.QuoteID != "" {
+		qid := req.QuoteID
+		n.QuoteID = &qid
+	}
+	n.MaxPriceSun = req.MaxPriceSun
+	if req.Resource == pricing.Activation {
+		if activated {
+			return n, invalid("receiver", "already_activated", "the receiver is already activated; an activation order has nothing to do")
+		}
+		// One activation at the activation price (a quote's, when it locked one).
+		n.Amount, n.ActivationAmountSun = 1, pr.ActivateSun
+		if q != nil {
+			n.ActivationAmountSun = q.ActivateAmountSun
+		}
+		n.UnitPriceCenti = int64(pricing.SunToCentisun(n.ActivationAmountSun))
+	} else {
+		if !activated && !req.Activate {
+			return n, apierr.ReceiverNotActivated.New("the receiver is not activated; order with activate = true (adds the activation fee) or activate it first").
+				WithField("receiver").With("activate_amount_sun", pr.ActivateSun)
+		}
+		tier, secs := string(req.Tier), pricing.TierSeconds(req.Tier)
+		n.Amount, n.Tier, n.DurationSeconds = req.Amount, &tier, &secs
+		n.EnergyAmountSun, n.UnitPriceCenti = pr.Quote.EnergyAmountSun, int64(pr.Quote.UnitPriceSun)
+		n.ActivationAmountSun = pr.ActivateSun // 0 when the receiver is activated
+		if q != nil {
+			// The quote locks the price of the resource and, when it priced an activation
+			// for this receiver, of the activation too. Whether a fee is due follows the
+			// receiver's state now: an already activated receiver pays none.
+			n.EnergyAmountSun, n.UnitPriceCenti = q.EnergyAmountSun, q.UnitPriceCenti
+			if n.ActivationAmountSun > 0 && q.ActivateAmountSun > 0 {
+				n.ActivationAmountSun = q.ActivateAmountSun
+			}
+		}
+	}
+	if total := n.Total(); req.MaxPriceSun != nil && total > *req.MaxPriceSun {
+		return n, apierr.PriceAboveLimit.Newf("the total of %d SUN is above max_price_sun %d; nothing was charged", total, *req.MaxPriceSun).
+			WithField("max_price_sun").With("total_amount_sun", total).With("max_price_sun", *req.MaxPriceSun)
+	}
+	return n, nil
+}
+
+// writes are an order's writes queued in a batch: the hold, the order row with its intent,
+// and (with an idempotency key) the stored 201.
+type writes struct {
+	accountID string
+	hold      *ledgerstore.QueuedHold
+	ins       *orderstore.QueuedInsert
+	body      []byte
+	max       int
+}
+
+// queueWrites queues n's writes in b. The hold's UPDATE of the account's ledger row
+// serialises concurrent creations of the account from there to commit, so the in-flight
+// count of the insert after it is exact. The hold also counts the order in orders_created
+// (energy_delegated is counted by the processor when the delegation is confirmed, with the
+// amount actually delivered). A refusal of any of them is answered after the batch ran,
+// and the caller's rollback undoes the others.
+func (m *Orders) queueWrites(b *pgx.Batch, n orderstore.NewOrder, key *idempotency.Key) (*writes, error) {
+	w := &writes{accountID: n.AccountID, max: m.o.MaxInFlight}
+	var err error
+	if w.hold, err = m.o.Ledger.QueueOrderHold(b, n.AccountID, n.ID, n.Total()); err != nil {
+		return nil, err
+	}
+	if w.ins, err = orderstore.QueueInsertLimited(b, n, m.o.MaxInFlight); err != nil {
+		return nil, err
+	}
+	if key != nil {
+		if w.body, err = json.Marshal(w.ins.Row.Record); err != nil {
+			return nil, err
+		}
+		m.o.Idempotency.QueueComplete(b, *key, idempotency.Response{Status: http.StatusCreated, Body: w.body, ObjectID: n.ID})
+	}
+	return w, nil
+}
+
+// result answers the queued writes once their batch ran: the hold's refusal (4001, 4002,
+// 4004), else 1101 when the account had too many orders in flight, else nil.
+func (w *writes) result(ctx context.Context, tx pgx.Tx, batchErr error) error {
+	if err := w.hold.Result(ctx, tx, batchErr); err != nil {
+		return err
+	}
+	if !w.ins.Admitted {
+		inFlight, err := orderstore.InFlight(ctx, tx, w.accountID)
+		if err != nil {
+			return err
+		}
+		return apierr.ConcurrencyLimited.Newf("%d orders of this account are still being delivered; the limit is %d", inFlight, w.max).
+			With("limit", w.max).With("in_flight", inFlight).WithRetryAfter(1)
+	}
+	return nil
+}
+
+// invalid is the catalogue's 2001 validation_failed on field with details.constraint.
+func invalid(field, constraint, message string) *apierr.Error {
+	return apierr.ValidationFailed.New(message).WithField(field).With("constraint", constraint)
+}
+
+// quoted is s as a JSON string for a message, cut at 64 bytes.
+func quoted(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
