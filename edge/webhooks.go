@@ -323,18 +323,24 @@ func (m *Webhooks) delete(ctx context.Context, rc *fasthttp.RequestCtx) error {
 }
 
 // testEventData are the sample payloads of test deliveries: every data field the spec
-// lists for the type, with placeholder values (test = true marks them as fake).
+// lists for the type, with placeholder values (test = true marks them as fake) that pass
+// the type's JSON Schema (schemas/events), so a receiver validating deliveries accepts them.
 var testEventData = func() map[string]map[string]any {
-	const order, receiver = "ord_test", "TTestReceiverAddressForWebhookTst"
+	const (
+		order    = "ord_000000000000000000000000"
+		receiver = "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb" // the burn address: a valid address nobody holds
+		at       = "2026-01-01T00:00:00.000Z"
+		sub      = "sub_000000000000000000000000"
+	)
 	orderBase := func(extra map[string]any) map[string]any {
-		m := map[string]any{"order_id": order, "client_order_id": nil, "receiver": receiver, "resource": "energy", "amount": 65000}
+		m := map[string]any{"order_id": order, "client_order_id": "test", "receiver": receiver, "resource": "energy", "amount": 65000, "tier": "1h"}
 		for k, v := range extra {
 			m[k] = v
 		}
 		return m
 	}
-	reclaimed := orderBase(map[string]any{"reclaim_hash": nil, "reclaimed_at": nil, "refunded_amount_sun": 0})
-	expired := orderBase(map[string]any{"reclaim_hash": nil, "expired_at": nil, "refunded_amount_sun": 0})
+	reclaimed := orderBase(map[string]any{"reclaim_hash": nil, "reclaimed_at": at, "refunded_amount_sun": 0})
+	expired := orderBase(map[string]any{"reclaim_hash": nil, "expired_at": at, "refunded_amount_sun": 0})
 	return map[string]map[string]any{
 		events.EventOrderConfirmed: orderBase(map[string]any{
 			"batch_id": nil, "subscription_id": nil, "delivered_amount": 65000, "partial": false, "tier": "1h",
@@ -348,21 +354,21 @@ var testEventData = func() map[string]map[string]any {
 		events.EventOrderExpired:   expired,
 		events.EventOrderReclaimed: reclaimed,
 		events.EventOrderRefunded: orderBase(map[string]any{"delivered_amount": 65000, "partial": false, "reason": "support_adjustment",
-			"charged_amount_sun": 0, "refunded_amount_sun": 0, "refund_complete": true, "refunded_at": nil}),
-		events.EventBatchCompleted: {"batch_id": "bat_test", "client_batch_id": nil, "status": "completed",
-			"summary":            map[string]any{"total": 0, "completed": 0, "partial": 0, "failed": 0, "insufficient_funds": 0, "cancelled": 0},
-			"charged_amount_sun": 0, "finished_at": nil},
-		events.EventSubscriptionRefilled: {"subscription_id": "sub_test", "order_id": order, "receiver": receiver, "resource": "energy",
-			"amount": 65000, "tier": "1h", "trigger_available": 0, "threshold_amount": 0, "total_amount_sun": 0, "refills_today": 0},
-		events.EventSubscriptionSuspended: {"subscription_id": "sub_test", "receiver": receiver, "reason": "insufficient_funds",
+			"charged_amount_sun": 0, "refunded_amount_sun": 0, "refund_complete": true, "refunded_at": at}),
+		events.EventBatchCompleted: {"batch_id": "bat_000000000000000000000000", "client_batch_id": "test", "status": "completed",
+			"summary":            map[string]any{"total": 1, "completed": 1, "partial": 0, "failed": 0, "insufficient_funds": 0, "cancelled": 0},
+			"charged_amount_sun": 0, "finished_at": at},
+		events.EventSubscriptionRefilled: {"subscription_id": sub, "order_id": order, "receiver": receiver, "resource": "energy",
+			"amount": 65000, "tier": "1h", "trigger_available": 0, "threshold_amount": 0, "total_amount_sun": 0, "refills_today": 1},
+		events.EventSubscriptionSuspended: {"subscription_id": sub, "receiver": receiver, "reason": "insufficient_funds",
 			"required_sun": 0, "available_sun": 0},
-		events.EventSubscriptionPaused:  {"subscription_id": "sub_test", "receiver": receiver, "reason": "user"},
-		events.EventSubscriptionCharged: {"subscription_id": "sub_test", "receiver": receiver, "plan": "basic", "amount_sun": 0, "next_billing_at": nil},
-		events.EventBalanceCredited: {"reason": "adjustment", "currency": "TRX", "amount_sun": 0, "tx_hash": nil, "confirmations": nil,
+		events.EventSubscriptionPaused:  {"subscription_id": sub, "receiver": receiver, "reason": "user"},
+		events.EventSubscriptionCharged: {"subscription_id": sub, "receiver": receiver, "plan": "basic", "amount_sun": 1, "next_billing_at": at},
+		events.EventBalanceCredited: {"reason": "adjustment", "currency": "TRX", "amount_sun": 1, "tx_hash": nil, "confirmations": nil,
 			"balance_sun": nil, "reference_id": nil, "asset": "TRX", "usdt_amount": nil, "rate": nil, "rate_source": nil,
 			"spread_bps": nil, "txid": nil, "sender": nil, "block_number": nil},
 		events.EventBalanceLow:            {"balance_sun": 0, "threshold_sun": 0, "estimated_orders_remaining": 0},
-		events.EventDepositAddressRotated: {"address": receiver, "retired_address": nil, "retired_credit_until": nil, "rotated_at": nil},
+		events.EventDepositAddressRotated: {"address": receiver, "retired_address": nil, "retired_credit_until": nil, "rotated_at": at},
 	}
 }()
 

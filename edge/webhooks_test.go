@@ -353,7 +353,7 @@ func TestWebhookRegisteredEndpointReceivesEventsAndShowsHistory(t *testing.T) {
 	mu.Unlock()
 	id := r.json["id"].(string)
 
-	broker := testenv.Kafka(t)
+	broker := testenv.Kafka(t, testenv.SyntheticPayloads) // hand-made order events below
 	store, err := webhooks.NewStore(env.db.Pool, testMasterKey)
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"rental/infra/testenv"
 	"rental/infra/tron"
 	"rental/schemas/events"
+	"rental/schemas/eventschema"
 	"rental/schemas/network"
 	"rental/schemas/topics"
 )
@@ -138,8 +139,24 @@ func (s *stack) stop() {
 }
 
 // consume reads topic from the start in this test process, a separate process from the
-// stack, with a stock Kafka client, until done reports true or the deadline passes.
+// stack, with a stock Kafka client, until done reports true or the deadline passes. Every
+// record it reads must pass the schema of its topic's values (schemas/events).
 func consume(t *testing.T, brokers, topic string, within time.Duration, done func(*kgo.Record) bool) {
+	t.Helper()
+	set, err := eventschema.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumeUnchecked(t, brokers, topic, within, func(r *kgo.Record) bool {
+		if err := set.Record(r.Topic, r.Key, r.Value); err != nil {
+			t.Errorf("record %s/%d@%d breaks its schema: %v", r.Topic, r.Partition, r.Offset, err)
+		}
+		return done(r)
+	})
+}
+
+// consumeUnchecked is consume for a topic holding hand-made records.
+func consumeUnchecked(t *testing.T, brokers, topic string, within time.Duration, done func(*kgo.Record) bool) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
@@ -292,7 +309,7 @@ func TestDevStackSIGKILLLosesNoCommittedEvent(t *testing.T) {
 	want := len(committed)
 	mu.Unlock()
 	seen := map[string]bool{}
-	consume(t, s.kafk, topics.OrderEvents.Name, 60*time.Second, func(r *kgo.Record) bool {
+	consumeUnchecked(t, s.kafk, topics.OrderEvents.Name, 60*time.Second, func(r *kgo.Record) bool { // hand-made events
 		var env events.Envelope
 		if json.Unmarshal(r.Value, &env) == nil && committed[env.EventID] {
 			seen[env.EventID] = true
