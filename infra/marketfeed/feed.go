@@ -47,7 +47,7 @@ type Offers struct {
 	P supply.Provider
 }
 
-func (o Offers) Slug() string          { return o.P.Slug() }
+func (o Offers) Slug() string         { return o.P.Slug() }
 func (o Offers) Kinds() []market.Kind { return []market.Kind{market.KindAPI} }
 
 func (o Offers) Quote(ctx context.Context) (market.Quote, error) {
@@ -105,7 +105,7 @@ func NewPrices(slug, baseURL string) *Prices {
 	return &Prices{slug: slug, base: strings.TrimRight(baseURL, "/"), http: &http.Client{Timeout: 5 * time.Second}}
 }
 
-func (p *Prices) Slug() string          { return p.slug }
+func (p *Prices) Slug() string         { return p.slug }
 func (p *Prices) Kinds() []market.Kind { return []market.Kind{market.KindAPI, market.KindWeb} }
 
 func (p *Prices) Quote(ctx context.Context) (market.Quote, error) {
@@ -157,7 +157,7 @@ type Snapshot struct {
 	Src      pricing.SnapshotSource
 }
 
-func (s Snapshot) Slug() string          { return s.SlugName }
+func (s Snapshot) Slug() string         { return s.SlugName }
 func (s Snapshot) Kinds() []market.Kind { return []market.Kind{market.KindAPI, market.KindWeb} }
 
 // ErrNoSnapshot is a Snapshot feed without a fresh snapshot (the pricer is not running).
