@@ -93,7 +93,7 @@ func TestCyclesStoreSamplesAndAFailingProviderAges(t *testing.T) {
 	}
 
 	// Pruning after the retention.
-	now = t0.Add(market.Retention + 10*time.Minute)
+	now = t0.Add(market.Retention + 30*time.Minute)
 	flakyP.SetFailing(false)
 	w.Once(ctx)
 	h, _ := store.History(ctx, "simcheap", t0.Add(-time.Hour))
