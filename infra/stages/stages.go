@@ -172,6 +172,10 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
+	chainAPIs, err := chainModules(cfg, pool, rdb, redisPrefix, snapshots) // market.go
+	if err != nil {
+		return nil, err
+	}
 	ordersAPI, err := ordersModule(cfg, pool, pricingAPI, nil, idem, log, reg)
 	if err != nil {
 		return nil, err
@@ -211,7 +215,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Keys:           keys,
 		Bootstrap:      signupAPI.Bootstrap(),
 		Sessions:       sessionAPI.Authenticator(),
-		Modules:        []edge.Module{signupAPI, sessionAPI, patchAPI, pricingAPI, webhooksAPI, ordersAPI, batchesAPI, subscriptionsAPI, ledgerAPI.Balance, ledgerAPI.Deposits},
+		Modules:        append([]edge.Module{signupAPI, sessionAPI, patchAPI, pricingAPI, webhooksAPI, ordersAPI, batchesAPI, subscriptionsAPI, ledgerAPI.Balance, ledgerAPI.Deposits}, chainAPIs...),
 		TrustedProxies: cfg.Auth.TrustedProxies,
 		Limiter:        ratelimit.New(rdb, redisPrefix),
 		RateLimits:     limits,

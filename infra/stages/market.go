@@ -1,0 +1,136 @@
+package stages
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"rental/edge"
+	"rental/infra/chainread"
+	"rental/infra/config"
+	"rental/infra/marketfeed"
+	"rental/infra/marketstore"
+	"rental/infra/supply"
+	"rental/infra/tron"
+	"rental/processors/marketwatch"
+	"rental/processors/pricer"
+	"rental/schemas/pricing"
+)
+
+// MarketFeeds are the sampler's feeds from configuration (MARKET_FEEDS), plus this
+// service's own row read from snaps.
+func MarketFeeds(cfg config.Config, snaps pricing.SnapshotSource) []marketfeed.Feed {
+	fs := []marketfeed.Feed{marketfeed.Snapshot{SlugName: cfg.Market.SelfSlug, Src: snaps}}
+	for _, f := range cfg.Market.Feeds {
+		switch f.Kind {
+		case "offers":
+			fs = append(fs, marketfeed.NewOffers(f.Slug, f.URL))
+		case "prices":
+			fs = append(fs, marketfeed.NewPrices(f.Slug, f.URL))
+		}
+	}
+	return fs
+}
+
+// MarketWatch is the market sampler stage (processors/marketwatch), with the pricer
+// snapshot source its own row is read from.
+func MarketWatch(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (Runner, error) {
+	src := pricer.NewRedisSource(rdb, pricer.SourceOptions{Network: cfg.Network, Logger: log})
+	w, err := marketwatch.New(marketwatch.Options{
+		Feeds:      MarketFeeds(cfg, src),
+		Store:      marketstore.New(pool, cfg.Network),
+		Every:      cfg.Market.Every,
+		Retention:  cfg.Market.Retention,
+		Logger:     log,
+		Registerer: reg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The first cycle waits (a few seconds at most) for the source to have read Redis, so
+	// the own row is not missing from the first sample.
+	first := RunnerFunc(func(ctx context.Context) error {
+		select {
+		case <-src.Ready():
+		case <-time.After(5 * time.Second):
+		case <-ctx.Done():
+			return nil
+		}
+		return w.Run(ctx)
+	})
+	return Together(src, first), nil
+}
+
+// RunnerFunc is a function as a Runner.
+type RunnerFunc func(ctx context.Context) error
+
+// Run calls f.
+func (f RunnerFunc) Run(ctx context.Context) error { return f(ctx) }
+
+// chainModules are the edge's market board, address resources and transfer estimate
+// endpoints. The resources cache is shared by the replicas through rdb under prefix.
+func chainModules(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, prefix string, snaps pricing.SnapshotSource) ([]edge.Module, error) {
+	reader, err := chainread.New(chainread.Options{
+		Node:    tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(3*time.Second)),
+		Network: cfg.Network, USDT: cfg.USDTContract,
+		Redis: rdb, RedisPrefix: prefix, TTL: cfg.Market.ResourcesTTL,
+	})
+	if err != nil {
+		return nil, err
+	}
+	mk, err := edge.NewMarket(edge.MarketOptions{Store: marketstore.New(pool, cfg.Network), Fees: reader})
+	if err != nil {
+		return nil, err
+	}
+	res, err := edge.NewResources(edge.ResourcesOptions{Chain: reader, Orders: edge.OrdersOnReceiver{Q: pool}})
+	if err != nil {
+		return nil, err
+	}
+	est, err := edge.NewTransferEstimates(edge.EstimateOptions{Network: cfg.Network, Snapshots: snaps, Chain: reader,
+		USDT: cfg.USDTContract, Supported: cfg.Market.SupportedTRC20})
+	if err != nil {
+		return nil, err
+	}
+	return []edge.Module{mk, res, est}, nil
+}
+
+// DevMarketProviders serves the dev stack's simulated market providers
+// (config.DevMarketFeeds) until ctx ends: three energy prices, and simflaky stops
+// answering once it has been sampled, so that its row on GET /v1/market turns stale after
+// 15 minutes.
+func DevMarketProviders(ctx context.Context, log *slog.Logger) error {
+	prices := map[string]pricing.Centisun{"simcheap": 4_550, "simmid": 7_025, "simflaky": 5_800}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, f := range config.DevMarketFeeds {
+		p := supply.NewProviderServer(f.Slug, []supply.WireOffer{
+			{Resource: pricing.Energy, Tier: pricing.Tier1h, PriceSun: prices[f.Slug], Amount: 2_000_000},
+			{Resource: pricing.Energy, Tier: pricing.Tier1d, PriceSun: prices[f.Slug] * 3, Amount: 1_000_000},
+		})
+		h := p.Handler()
+		if f.Slug == "simflaky" {
+			inner := h
+			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				inner.ServeHTTP(w, r)
+				if r.Method == http.MethodGet && r.URL.Path == "/v1/offers" {
+					p.SetFailing(true) // answered once: from now on it does not
+				}
+			})
+		}
+		srv := &http.Server{Addr: f.URL[len("http://"):], Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		g.Go(func() error {
+			go func() { <-gctx.Done(); _ = srv.Close() }()
+			log.Info("simulated market provider", "slug", f.Slug, "addr", srv.Addr)
+			if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+				return err
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
