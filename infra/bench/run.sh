@@ -41,6 +41,8 @@ pair edge_signed_request req/s ./edge BenchmarkSignedRequest ./edge BenchmarkPub
 # GET /v1/prices served from the in-memory snapshot, measured with wrk against a trivial
 # fasthttp handler in the same process (target ratio >= 0.5).
 bash infra/bench/prices.sh
+# GET /v1/resources/{address} served from its cache, against GET /v1/prices on the same edge.
+bash infra/bench/resources.sh
 bash infra/bench/orders.sh # signed POST /v1/orders, whole pipeline running, vs pgbench TPC-B on the same database
 
 # Webhook deliveries drained by the deliverer (Kafka in, signed POST out, history written),

@@ -66,6 +66,7 @@ type Config struct {
 	Deposit Deposit
 	Ledger  Ledger
 	Pricing Pricing
+	Market  Market // market board sampler, address resources, transfer estimates (market.go)
 	// Processor tunes the order processor (processors/orderflow).
 	Processor Processor
 	Webhook   Webhook
@@ -446,6 +447,7 @@ func Load() (Config, error) {
 	if c.Orders.MaxInFlight == 0 || c.Orders.MaxOrderEnergy == 0 {
 		errs = append(errs, "MAX_IN_FLIGHT_ORDERS and MAX_ORDER_ENERGY must be positive")
 	}
+	errs = append(errs, loadMarket(&c, str, dur)...)
 	if len(errs) > 0 {
 		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}

@@ -460,7 +460,7 @@ func (s *state) constantCall(owner tron.Address, data []byte) (out []byte, energ
 	}
 	switch {
 	case bytes.Equal(call.sel, selTransfer):
-		if call.tooBig || call.amount < 0 || call.to.IsZero() || s.USDT[owner] < call.amount {
+		if call.tooBig || call.amount < 0 || zeroAccount(call.to) || s.USDT[owner] < call.amount {
 			return nil, energyUSDTRevert, false
 		}
 		return uint256(1), s.transferEnergy(call.to), true
@@ -502,7 +502,7 @@ func (s *state) execTrigger(ctx execCtx, c *tron.TriggerSmartContract, net int64
 	call, valid := decodeUSDTCall(c.Data)
 	need := int64(energyUSDTRevert)
 	revert := !valid || c.CallValue != 0 || !bytes.Equal(call.sel, selTransfer) ||
-		call.tooBig || call.amount < 0 || call.to.IsZero() || s.USDT[c.OwnerAddress] < call.amount
+		call.tooBig || call.amount < 0 || zeroAccount(call.to) || s.USDT[c.OwnerAddress] < call.amount
 	if !revert {
 		need = s.transferEnergy(call.to)
 	}
@@ -579,3 +579,7 @@ func logJSON(contract tron.Address, l usdtLog, visible bool) tron.Log {
 		Data: hex.EncodeToString(uint256(l.Amount)),
 	}
 }
+
+// zeroAccount reports the zero address as a contract sees it (20 zero bytes, whatever the
+// 0x41 prefix): the token's transfer requires a recipient other than it and reverts.
+func zeroAccount(a tron.Address) bool { return a.IsZero() || allZero(a[1:]) }

@@ -111,3 +111,25 @@ func TestChainFactsMatchTheirSchema(t *testing.T) {
 		t.Fatal("schema accepted an unknown fact kind")
 	}
 }
+
+func TestMarketSamplesMatchTheirSchema(t *testing.T) {
+	s := compile(t, "marketsample.schema.json")
+	p, e := events.Centisun(5025), int64(1_000_000)
+	ok := events.MarketSample{SampleID: events.MarketSampleID(network.Nile, "simcheap", 5_000_000), Network: network.Nile,
+		Slug: "simcheap", TS: events.Time(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)), PriceSun1h: &p, AvailableEnergy: &e}
+	if err := s.Validate(instance(t, ok)); err != nil {
+		t.Fatalf("a sample fails its schema: %v", err)
+	}
+	bad := ok
+	bad.Slug = "Bad Slug"
+	if err := s.Validate(instance(t, bad)); err == nil {
+		t.Error("schema accepted an invalid slug")
+	}
+	m := map[string]any{}
+	b, _ := json.Marshal(ok)
+	_ = json.Unmarshal(b, &m)
+	delete(m, "price_sun_1h")
+	if err := s.Validate(instance(t, m)); err == nil {
+		t.Error("schema accepted a sample without price_sun_1h (null must be explicit)")
+	}
+}

@@ -78,6 +78,13 @@ var (
 	MarketData = Topic{Name: "market.data.v1", Key: "snapshot", Partitions: 1, Retention: 0, Cleanup: Compact,
 		Doc: "Latest pricing snapshot (schemas/events/marketdata.schema.json)."}
 
+	// MarketSamples carries every price sample the market sampler takes of a provider
+	// (processors/marketwatch; schemas/events/marketsample.schema.json), keyed by provider slug
+	// so one provider's samples are read in order. Written through the outbox with the sample's
+	// row: a record exists exactly when the stored sample does. A product topic for data teams.
+	MarketSamples = Topic{Name: "market.samples.v1", Key: "slug", Partitions: 3, Retention: 30 * day, Cleanup: Delete,
+		Doc: "Market price samples of the providers on GET /v1/market (schemas/events/marketsample.schema.json)."}
+
 	// OrderIntents carries the internal work items of the order pipeline (created by the
 	// edge with the order, a reclaim request), keyed by order id so one
 	// processor replica handles an order's steps in order. Internal: not a product topic.
@@ -118,7 +125,7 @@ var ConsumersDead = Topic{Name: "consumers.dead.v1", Key: "the source record's k
 
 // All lists every topic the service uses; stages create them at start.
 func All() []Topic {
-	all := []Topic{ChainFacts, OrderEvents, AccountEvents, SubscriptionEvents, BatchEvents, MarketData, OrderIntents}
+	all := []Topic{ChainFacts, OrderEvents, AccountEvents, SubscriptionEvents, BatchEvents, MarketData, MarketSamples, OrderIntents}
 	all = append(all, WebhookRetry...)
 	return append(all, WebhookDead, ConsumersDead)
 }

@@ -1,9 +1,11 @@
 // Command pricesbench serves GET /v1/prices through the real edge (the pricing module over a
 // fixed in-memory snapshot) and, on a second port, a trivial fasthttp handler, so that a load
-// tool can measure both on the same machine in the same run (infra/bench/prices.sh). It
-// listens on loopback only, prints one line
+// tool can measure both on the same machine in the same run (infra/bench/prices.sh). With
+// -resources the same edge also serves GET /v1/resources/{address} over the TRON node
+// simulator and the Redis cache (infra/bench/resources.sh). It listens on loopback only,
+// prints one line
 //
-//	ready edge=127.0.0.1:PORT ref=127.0.0.1:PORT
+//	ready edge=127.0.0.1:PORT ref=127.0.0.1:PORT [address=T...]
 //
 // on stdout once both listeners accept, and runs until SIGINT or SIGTERM.
 //
@@ -38,8 +40,9 @@ import (
 func main() {
 	edgeAddr := flag.String("edge", "127.0.0.1:0", "listen address of the edge")
 	refAddr := flag.String("ref", "127.0.0.1:0", "listen address of the trivial fasthttp handler")
+	resources := flag.Bool("resources", false, "also serve GET /v1/resources/{address} (resources.go) and print address=")
 	flag.Parse()
-	if err := run(*edgeAddr, *refAddr); err != nil {
+	if err := run(*edgeAddr, *refAddr, *resources); err != nil {
 		fmt.Fprintln(os.Stderr, "pricesbench:", err)
 		os.Exit(1)
 	}
@@ -66,7 +69,7 @@ func snapshot(now time.Time) (pricing.Snapshot, error) {
 	}})
 }
 
-func run(edgeAddr, refAddr string) error {
+func run(edgeAddr, refAddr string, resources bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -87,9 +90,17 @@ func run(edgeAddr, refAddr string) error {
 	if err != nil {
 		return err
 	}
+	modules, extra := []edge.Module{mod}, ""
+	if resources {
+		res, addr, err := resourcesModule(ctx)
+		if err != nil {
+			return err
+		}
+		modules, extra = append(modules, res), " address="+addr
+	}
 	srv, err := edge.New(edge.Options{
 		Logger: log, Registerer: prometheus.NewRegistry(), Network: network.Nile, Brand: "bench",
-		Status: okStatus{}, Modules: []edge.Module{mod}, ShutdownGrace: time.Second,
+		Status: okStatus{}, Modules: modules, ShutdownGrace: time.Second,
 	})
 	if err != nil {
 		return err
@@ -110,7 +121,7 @@ func run(edgeAddr, refAddr string) error {
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ctx, eln) }()
 	go func() { errc <- ref.Serve(rln) }()
-	fmt.Printf("ready edge=%s ref=%s\n", eln.Addr(), rln.Addr())
+	fmt.Printf("ready edge=%s ref=%s%s\n", eln.Addr(), rln.Addr(), extra)
 	_ = os.Stdout.Sync()
 
 	select {

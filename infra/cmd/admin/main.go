@@ -9,6 +9,7 @@
 //	admin suspend|unsuspend|close -account ID             account status
 //	admin rotate-address -account ID                      rotate the deposit address (3018 when too often)
 //	admin low-threshold -account ID (-sun N | -default)   the account's balance.low threshold
+//	admin market-provider -slug S [-name ...] ...         market board provider metadata (docs/market.md)
 //
 // Configuration comes from the environment like every stage (DATABASE_URL, NETWORK,
 // DEPOSIT_HD_KEY, USDT_RATE_SUN, USDT_SPREAD_BPS, DEPOSIT_ROTATION_*).
@@ -43,7 +44,7 @@ func main() {
 }
 
 const usage = `usage: admin <command> [flags]
-commands: invariants, held, credit-held, adjust, suspend, unsuspend, close, rotate-address, low-threshold
+commands: invariants, held, credit-held, adjust, suspend, unsuspend, close, rotate-address, low-threshold, market-provider
 run "admin <command> -h" for the flags of a command`
 
 // errViolations makes run exit 1 without an extra message.
@@ -55,6 +56,9 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		return 2, errors.New(usage)
 	}
 	cmd, rest := args[0], args[1:]
+	if cmd == "market-provider" { // market board metadata (market.go)
+		return marketProvider(ctx, rest, out)
+	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(out)
 	account := fs.String("account", "", "account id (acc_...)")

@@ -9,6 +9,7 @@ import (
 
 	"rental/infra/accounts"
 	"rental/infra/deposits"
+	"rental/infra/marketstore"
 	"rental/infra/testenv"
 	"rental/infra/tron"
 	"rental/schemas/events"
@@ -129,4 +130,38 @@ func TestAdminCommands(t *testing.T) {
 	if out := admin(1, "invariants"); !strings.Contains(out, "balances") {
 		t.Errorf("invariants on a tampered ledger: %s", out)
 	}
+}
+
+// market-provider edits the board's operator data; flags not given keep what is stored.
+func TestAdminMarketProvider(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	t.Setenv("DATABASE_URL", db.URL)
+	t.Setenv("NETWORK", "nile")
+	admin := func(wantCode int, args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		code, err := run(ctx, append([]string{"market-provider"}, args...), &out)
+		if code != wantCode {
+			t.Fatalf("admin market-provider %s: exit %d (%v), want %d; output:\n%s", strings.Join(args, " "), code, err, wantCode, out.String())
+		}
+		return out.String()
+	}
+	who := []string{"-actor", "alice", "-reason", "listing"}
+	admin(2, "-slug", "simcheap", "-name", "Sim Cheap")                            // no actor, no reason
+	admin(2, append([]string{"-slug", "simcheap", "-kinds", "api,tv"}, who...)...) // unknown kind
+	admin(0, append([]string{"-slug", "simcheap", "-name", "Sim Cheap", "-kinds", "api,bot", "-link", "site=https://cheap.example", "-link", "telegram=https://t.me/cheap"}, who...)...)
+	admin(0, append([]string{"-slug", "simcheap", "-link", "telegram=", "-enabled", "false"}, who...)...)
+	p, err := marketstore.New(db.Pool, network.Nile).Provider(ctx, "simcheap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "Sim Cheap" || len(p.Kinds) != 2 || p.Links.Site == nil || p.Links.Telegram != nil || p.Enabled {
+		t.Fatalf("stored %+v", p)
+	}
+	if out := admin(0, "-list"); !strings.Contains(out, "simcheap") || !strings.Contains(out, "https://cheap.example") {
+		t.Errorf("list: %s", out)
+	}
+	admin(0, append([]string{"-slug", "simcheap", "-delete"}, who...)...)
+	admin(1, append([]string{"-slug", "simcheap", "-delete"}, who...)...)
 }

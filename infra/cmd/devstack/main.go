@@ -1,7 +1,8 @@
 // Command devstack runs the whole service in one process on embedded defaults (`make run`):
 // an embedded Kafka broker (kfake) with its data under DATA_DIR, the TRON node simulator,
-// a simulated market provider, the schema migrations, the outbox relay, the chain follower,
-// the pricer, the order processor, the batch processor, the subscription watcher and the API edge. Postgres and
+// a simulated market provider (and three more for the market board), the schema
+// migrations, the outbox relay, the chain follower, the pricer, the market sampler, the
+// order processor, the batch processor, the subscription watcher and the API edge. Postgres and
 // Redis are real local servers; when one is unreachable it says so with the command that
 // starts it. Each stage logs one line when it is up.
 //
@@ -35,6 +36,7 @@ import (
 	"rental/infra/stages/chainstage"
 	"rental/infra/stages/creditstage"
 	"rental/infra/stages/edgestage"
+	"rental/infra/stages/marketstage"
 	"rental/infra/stages/orderflowstage"
 	"rental/infra/stages/pricerstage"
 	"rental/infra/stages/relaystage"
@@ -226,6 +228,16 @@ func run(log *slog.Logger) error {
 		return err
 	}
 	g.Go(func() error { return watcher.Run(gctx) })
+	// The market board's sampler, and its simulated providers unless MARKET_FEEDS names
+	// real ones (docs/market.md).
+	if cfg.Market.SimProviders {
+		g.Go(func() error { return marketstage.DevMarketProviders(gctx, stage("market-providers")) })
+	}
+	marketWatch, err := marketstage.MarketWatch(cfg, pool, rdb, log, reg)
+	if err != nil {
+		return err
+	}
+	g.Go(func() error { return marketWatch.Run(gctx) })
 	g.Go(func() error { return prices.Run(gctx) })
 	g.Go(func() error { return relay.Run(gctx) })
 	g.Go(func() error { return follower.Run(gctx) })
