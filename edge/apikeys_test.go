@@ -280,6 +280,9 @@ func TestAPIKeyIdempotency(t *testing.T) {
 			if r.status != 201 && r.status != 200 {
 				t.Errorf("HTTP %d %s", r.status, r.body)
 			}
+			if r.contractErr != nil {
+				t.Error(r.contractErr)
+			}
 			var m map[string]any
 			_ = json.Unmarshal(r.body, &m)
 			ids[i] = m["id"]
@@ -328,8 +331,8 @@ func TestIdempotencyInProgress(t *testing.T) {
 		t.Errorf("Retry-After %q", r.header.Get("Retry-After"))
 	}
 	close(release)
-	if f := <-done; f.status != 201 {
-		t.Fatalf("first: HTTP %d %s", f.status, f.body)
+	if f := <-done; f.status != 201 || f.contractErr != nil {
+		t.Fatalf("first: HTTP %d %s %v", f.status, f.body, f.contractErr)
 	}
 	again := env.signedAt(t, k, time.Now().Add(-time.Millisecond), "POST", "/v1/webhooks", `{"url":"https://example.com"}`, "Idempotency-Key", "webhook-0001")
 	if again.status != 200 || again.json["id"] != "wh_1" {
@@ -354,5 +357,11 @@ func (env *authEnv) signedNoT(k accounts.CreatedKey, at time.Time, method, targe
 	defer resp.Body.Close()
 	var b bytes.Buffer
 	_, _ = b.ReadFrom(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: b.Bytes()}
+	r := response{status: resp.StatusCode, header: resp.Header, body: b.Bytes()}
+	if c, err := loadContract(); err != nil {
+		r.contractErr = err
+	} else {
+		r.contractErr = c.check(method, target, r.status, r.header, r.body, env.ts.overridden)
+	}
+	return r
 }

@@ -203,6 +203,7 @@ func (s *Server) buildRouter() error {
 	r.SaveMatchedRoutePath = true // the metrics label
 	r.NotFound = s.notFound
 	r.MethodNotAllowed = s.methodNotAllowed
+	s.routeOpenAPI(r) // GET /openapi.yaml and /openapi.json (openapi.go)
 
 	for _, e := range Endpoints {
 		if known[e.key()] {
