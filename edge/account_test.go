@@ -39,7 +39,8 @@ func TestGetAccountShape(t *testing.T) {
 func TestGetAccountSources(t *testing.T) {
 	env := newAuthEnv(t, authEnvOptions{extra: func(o *Options) {
 		o.Account.Ledger = fixedLedger{LedgerSummary{BalanceSun: 5_000_000, ReservedSun: 1_000, Totals: AccountTotals{DepositedSun: 5_000_000, OrdersCreated: 2}}}
-		o.Account.Deposits = fixedDeposits{{Currency: "TRX", Address: "TX1"}, {Currency: "USDT", Address: "TX1"}}
+		const addr = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t" // any valid address: the document checks the format
+		o.Account.Deposits = fixedDeposits{{Currency: "TRX", Address: addr}, {Currency: "USDT", Address: addr}}
 	}})
 	k := env.key(t, scopes.AccountRead)
 	r := env.signed(t, k, "GET", "/v1/account", "")

@@ -672,11 +672,9 @@ func (s *Server) forgetKey(id string) {
 }
 
 // keyNotFound answers an unknown key id or one of another account, alike (no existence
-// oracle). The catalogue has no key_not_found, so it is 2001 on the path parameter with
-// HTTP 404, like an unknown route (docs/auth.md).
+// oracle): 404 3022 object_not_found on the path parameter (docs/errors.md).
 func keyNotFound(id string) error {
-	return withHTTPStatus(fasthttp.StatusNotFound, apierr.ValidationFailed.New("no API key "+quote(id)+" on this account").
-		WithField("id").With("constraint", "not_found"))
+	return apierr.ObjectNotFound.New("no API key " + quote(id) + " on this account").WithField("id")
 }
 
 func pathValue(rc *fasthttp.RequestCtx, name string) string {

@@ -209,12 +209,12 @@ func TestUpdateAndRevokeAPIKey(t *testing.T) {
 		t.Fatalf("reactivated key: HTTP %d %s", a.status, a.body)
 	}
 
-	// Another account's key and an unknown id answer alike: 404 with 2001 on id.
+	// Another account's key and an unknown id answer alike: 404 3022 on id.
 	other := env.newAccount(t)
 	foreign := env.keyFor(t, other.ID, accounts.NewKey{Scopes: []string{scopes.AccountRead}})
 	for _, id := range []string{foreign.ID, "ak_test_nope"} {
-		wantError(t, env.signed(t, admin, "PATCH", "/v1/api-keys/"+id, `{"label":"x"}`), 404, 2001, "validation_failed", "id")
-		wantError(t, env.signed(t, admin, "DELETE", "/v1/api-keys/"+id, ""), 404, 2001, "validation_failed", "id")
+		wantError(t, env.signed(t, admin, "PATCH", "/v1/api-keys/"+id, `{"label":"x"}`), 404, 3022, "object_not_found", "id")
+		wantError(t, env.signed(t, admin, "DELETE", "/v1/api-keys/"+id, ""), 404, 3022, "object_not_found", "id")
 	}
 	if a := env.signed(t, foreign, "GET", "/v1/account", ""); a.status != 200 {
 		t.Fatalf("the foreign key was touched: HTTP %d", a.status)
@@ -227,7 +227,7 @@ func TestUpdateAndRevokeAPIKey(t *testing.T) {
 		t.Fatalf("second revoke: HTTP %d %s", d.status, d.body)
 	}
 	wantError(t, env.signed(t, target, "GET", "/v1/account", ""), 401, 1006, "key_revoked", nil)
-	wantError(t, env.signed(t, admin, "PATCH", path, `{"label":"x"}`), 404, 2001, "validation_failed", "id")
+	wantError(t, env.signed(t, admin, "PATCH", path, `{"label":"x"}`), 404, 3022, "object_not_found", "id")
 	var revokes int
 	_ = env.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM audit_log WHERE action = 'api_key.revoke' AND details->>'key_id' = $1`, target.ID).Scan(&revokes)
 	if revokes != 1 {
@@ -280,6 +280,9 @@ func TestAPIKeyIdempotency(t *testing.T) {
 			if r.status != 201 && r.status != 200 {
 				t.Errorf("HTTP %d %s", r.status, r.body)
 			}
+			if r.contractErr != nil {
+				t.Error(r.contractErr)
+			}
 			var m map[string]any
 			_ = json.Unmarshal(r.body, &m)
 			ids[i] = m["id"]
@@ -328,8 +331,8 @@ func TestIdempotencyInProgress(t *testing.T) {
 		t.Errorf("Retry-After %q", r.header.Get("Retry-After"))
 	}
 	close(release)
-	if f := <-done; f.status != 201 {
-		t.Fatalf("first: HTTP %d %s", f.status, f.body)
+	if f := <-done; f.status != 201 || f.contractErr != nil {
+		t.Fatalf("first: HTTP %d %s %v", f.status, f.body, f.contractErr)
 	}
 	again := env.signedAt(t, k, time.Now().Add(-time.Millisecond), "POST", "/v1/webhooks", `{"url":"https://example.com"}`, "Idempotency-Key", "webhook-0001")
 	if again.status != 200 || again.json["id"] != "wh_1" {
@@ -354,5 +357,11 @@ func (env *authEnv) signedNoT(k accounts.CreatedKey, at time.Time, method, targe
 	defer resp.Body.Close()
 	var b bytes.Buffer
 	_, _ = b.ReadFrom(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: b.Bytes()}
+	r := response{status: resp.StatusCode, header: resp.Header, body: b.Bytes()}
+	if c, err := loadContract(); err != nil {
+		r.contractErr = err
+	} else {
+		r.contractErr = c.check(method, target, r.status, r.header, r.body, env.ts.overridden)
+	}
+	return r
 }

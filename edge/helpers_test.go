@@ -92,12 +92,21 @@ func startServer(t *testing.T, opts ...serverOpt) *testServer {
 	return ts
 }
 
+// overridden reports whether a test replaced the handler of endpoint key (withHandler).
+func (ts *testServer) overridden(key string) bool {
+	_, ok := ts.srv.testHandlers[key]
+	return ok
+}
+
 // response is a received answer with its body decoded when it is JSON.
 type response struct {
 	status int
 	header http.Header
 	body   []byte
 	json   map[string]any
+	// contractErr is the OpenAPI check of an answer received where t.Fatal may not be
+	// called (signedNoT); do reports its check itself.
+	contractErr error
 }
 
 func (ts *testServer) do(t *testing.T, method, path, contentType, body string, header ...string) response {
@@ -122,6 +131,9 @@ func (ts *testServer) do(t *testing.T, method, path, contentType, body string, h
 		t.Fatal(err)
 	}
 	r := response{status: resp.StatusCode, header: resp.Header, body: b}
+	if err := checkContract(t, method, path, r.status, r.header, b, ts.overridden); err != nil {
+		t.Error(err)
+	}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		if err := json.Unmarshal(b, &r.json); err != nil {
 			t.Fatalf("%s %s: body is not JSON: %v: %s", method, path, err, b)

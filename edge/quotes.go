@@ -136,11 +136,10 @@ func (m *Pricing) getQuote(ctx context.Context, rc *fasthttp.RequestCtx) error {
 
 // quoteNotFound answers an unknown quote id and another account's quote alike (no
 // existence oracle). The catalogue has no quote_not_found (3001 is for orders), so it is
-// the edge's convention for an unknown id in a path: HTTP 404 with 2001 validation_failed
-// on the path parameter, constraint not_found (as for API keys, docs/auth.md).
+// the edge's convention for an unknown id in a path: 404 3022 object_not_found on the path
+// parameter (docs/errors.md).
 func quoteNotFound(id string) error {
-	return withHTTPStatus(fasthttp.StatusNotFound, apierr.ValidationFailed.New("no quote "+quote(id)+" on this account").
-		WithField("quoteId").With("constraint", "not_found"))
+	return apierr.ObjectNotFound.New("no quote " + quote(id) + " on this account").WithField("quoteId")
 }
 
 func renderQuote(q quotes.Quote) quoteResponse {

@@ -2,7 +2,6 @@ package edge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -204,6 +203,7 @@ func (s *Server) buildRouter() error {
 	r.SaveMatchedRoutePath = true // the metrics label
 	r.NotFound = s.notFound
 	r.MethodNotAllowed = s.methodNotAllowed
+	s.routeOpenAPI(r) // GET /openapi.yaml and /openapi.json (openapi.go)
 
 	for _, e := range Endpoints {
 		if known[e.key()] {
@@ -238,28 +238,10 @@ func (s *Server) adapt(e Endpoint, h HandlerFunc) fasthttp.RequestHandler {
 		defer cancel()
 		if err := s.dispatch(ctx, rc, e, h); err != nil {
 			rc.Response.ResetBody()
-			var se *statusError
-			if errors.As(err, &se) {
-				s.writeErrorStatus(rc, err, se.err, se.status)
-				return
-			}
 			s.writeError(rc, err)
 		}
 	}
 }
-
-// statusError answers a catalogue error with an HTTP status other than its catalogue row's,
-// for the few answers the catalogue has no code of its own for (an unknown object id in a
-// path answers 404 with 2001 on the parameter, like an unknown route).
-type statusError struct {
-	err    *apierr.Error
-	status int
-}
-
-func (e *statusError) Error() string { return e.err.Error() }
-func (e *statusError) Unwrap() error { return e.err }
-
-func withHTTPStatus(status int, e *apierr.Error) error { return &statusError{err: e, status: status} }
 
 // dispatch is the per-endpoint pipeline: authenticate, authorise, charge the credential's
 // budget, run the handler.

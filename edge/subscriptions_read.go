@@ -19,10 +19,9 @@ import (
 var subscriptionIDPattern = regexp.MustCompile(`^` + substore.IDPrefix + `_[0-9a-f]{24}$`)
 
 // subscriptionNotFound answers an unknown id and another account's subscription alike:
-// 404 (the catalogue has no code of its own for it) with 2001 on the path parameter.
+// 404 3022 object_not_found on the path parameter (docs/errors.md).
 func subscriptionNotFound(id string) error {
-	return withHTTPStatus(fasthttp.StatusNotFound, apierr.ValidationFailed.New("no subscription "+quote(id)+" on this account").
-		WithField("subscriptionId").With("constraint", "not_found"))
+	return apierr.ObjectNotFound.New("no subscription " + quote(id) + " on this account").WithField("subscriptionId")
 }
 
 func (m *Subscriptions) getSubscription(ctx context.Context, rc *fasthttp.RequestCtx) error {

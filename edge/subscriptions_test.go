@@ -355,13 +355,13 @@ func TestSubscriptionPatchDeleteAndOtherAccounts(t *testing.T) {
 
 	// Another account sees nothing: 404 for GET, PATCH and DELETE, its list is empty.
 	other := se.keyFor(t, se.newAccount(t).ID, accounts.NewKey{})
-	wantError(t, se.signed(t, other, "GET", path, ""), 404, 2001, "validation_failed", "subscriptionId")
-	wantError(t, se.signed(t, other, "PATCH", path, `{"status":"paused"}`), 404, 2001, "validation_failed", "subscriptionId")
-	wantError(t, se.signed(t, other, "DELETE", path, ""), 404, 2001, "validation_failed", "subscriptionId")
+	wantError(t, se.signed(t, other, "GET", path, ""), 404, 3022, "object_not_found", "subscriptionId")
+	wantError(t, se.signed(t, other, "PATCH", path, `{"status":"paused"}`), 404, 3022, "object_not_found", "subscriptionId")
+	wantError(t, se.signed(t, other, "DELETE", path, ""), 404, 3022, "object_not_found", "subscriptionId")
 	if l := se.signed(t, other, "GET", "/v1/subscriptions", ""); l.status != 200 || len(l.json["data"].([]any)) != 0 {
 		t.Fatalf("other list: %s", l.body)
 	}
-	wantError(t, se.signed(t, k, "GET", "/v1/subscriptions/sub_000000000000000000000000", ""), 404, 2001, "validation_failed", "subscriptionId")
+	wantError(t, se.signed(t, k, "GET", "/v1/subscriptions/sub_000000000000000000000000", ""), 404, 3022, "object_not_found", "subscriptionId")
 
 	// DELETE cancels: 204, terminal, readable; a change is 3012; a second DELETE is 204.
 	if d := se.signed(t, k, "DELETE", path, ""); d.status != 204 || len(d.body) != 0 {

@@ -104,9 +104,10 @@ func renderWebhook(e webhooks.Endpoint) webhookRecord {
 	return r
 }
 
+// webhookNotFound answers an unknown id and another account's endpoint alike: 404 3022
+// object_not_found on the path parameter (docs/errors.md).
 func webhookNotFound(id string) error {
-	return withHTTPStatus(fasthttp.StatusNotFound, apierr.ValidationFailed.New("no webhook endpoint "+quote(id)+" on this account").
-		WithField("id").With("constraint", "not_found"))
+	return apierr.ObjectNotFound.New("no webhook endpoint " + quote(id) + " on this account").WithField("id")
 }
 
 func accountOf(rc *fasthttp.RequestCtx) (*Principal, error) {

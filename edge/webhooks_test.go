@@ -156,7 +156,7 @@ func TestWebhookEndpointLifecycle(t *testing.T) {
 	wantError(t, env.signed(t, k, "PATCH", "/v1/webhooks/"+id, `{"events":["order.shipped"]}`), 400, 2001, "validation_failed", "events")
 	wantError(t, env.signed(t, k, "PATCH", "/v1/webhooks/"+id, `{"role":"tertiary"}`), 400, 2001, "validation_failed", "role")
 	wantError(t, env.signed(t, k, "PATCH", "/v1/webhooks/"+id, `{"url":"http://10.0.0.1/x"}`), 400, 2010, "invalid_webhook_url", "url")
-	wantError(t, env.signed(t, k, "PATCH", "/v1/webhooks/wh_unknown", `{"is_active":true}`), 404, 2001, "validation_failed", "id")
+	wantError(t, env.signed(t, k, "PATCH", "/v1/webhooks/wh_unknown", `{"is_active":true}`), 404, 3022, "object_not_found", "id")
 
 	// Rotate: a new secret, once, used at once by the test call.
 	r = env.signed(t, k, "POST", "/v1/webhooks/"+id+"/rotate-secret", "")
@@ -206,7 +206,7 @@ func TestWebhookEndpointLifecycle(t *testing.T) {
 	if r = env.signed(t, k, "DELETE", "/v1/webhooks/"+backupID, ""); r.status != 204 {
 		t.Fatalf("delete: %d %s", r.status, r.body)
 	}
-	wantError(t, env.signed(t, k, "DELETE", "/v1/webhooks/"+backupID, ""), 404, 2001, "validation_failed", "id")
+	wantError(t, env.signed(t, k, "DELETE", "/v1/webhooks/"+backupID, ""), 404, 3022, "object_not_found", "id")
 	wantError(t, env.signed(t, k, "POST", "/v1/webhooks", `{"url":"`+rcv.srv.URL+`/d","role":"backup"}`), 409, 3014, "webhook_role_taken", "role")
 	r = env.signed(t, k, "POST", "/v1/webhooks", `{"url":"`+rcv.srv.URL+`/d"}`)
 	if r.status != 201 || r.json["role"] != "primary" {

@@ -177,7 +177,14 @@ var (
 	AddressBookFull          = def(3019, "address_book_full", 409, false, "Address book holds 100 entries.")
 	SubscriptionRuleInvalid  = def(3020, "subscription_rule_invalid", 422, false, "Rule outside plan limits.")
 	SubscriptionsUnavailable = def(3021, "subscriptions_unavailable", 409, false, "Subscriptions switched off for creating or changing rules.")
+	// ObjectNotFound is not in the spec's table (the spec allows new codes for new
+	// situations, docs/errors.md): an unknown or foreign id in a path, for objects other
+	// than orders and batches (3001).
+	ObjectNotFound = def(3022, "object_not_found", 404, false, "No such object on this account (unknown or another account's, not distinguished).")
 )
+
+// Additions lists the codes this catalogue has beyond the spec's table (docs/errors.md).
+var Additions = []*Code{ObjectNotFound}
 
 // 4000-4099 funds.
 var (
