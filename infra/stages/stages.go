@@ -20,6 +20,7 @@ import (
 
 	"rental/chainwatch"
 	"rental/edge"
+	"rental/edge/dashboard"
 	"rental/infra/accounts"
 	"rental/infra/config"
 	"rental/infra/deposits"
@@ -200,7 +201,12 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Logger:   log,
 	})
 
+	page, err := dashboard.New(dashboard.Config{Brand: cfg.Brand, Network: string(cfg.Network), ExplorerTxURL: cfg.ExplorerTxURL})
+	if err != nil {
+		return nil, err
+	}
 	server, err := edge.New(edge.Options{
+		Dashboard:      page,
 		Logger:         log,
 		Registerer:     reg,
 		Network:        cfg.Network,
