@@ -772,7 +772,8 @@
           return h("tr", { class: p.stale ? "stale" : "" }, h("td", { text: (p.rank ? p.rank + ". " : "") + p.name }), h("td", { text: p.price_sun_1h === null ? "–" : String(p.price_sun_1h) }),
             h("td", { text: p.savings_pct === null ? "–" : p.savings_pct + " %" }), h("td", { text: group(p.available_energy) }));
         })))));
-      var own = (board.providers || [])[0];
+      // The chart follows this service's own row (slug = brand), else the cheapest provider.
+      var own = (board.providers || []).filter(function (p) { return p.slug === CFG.brand; })[0] || (board.providers || [])[0];
       if (!own) { return; }
       var hours = 1;
       return opt(api("GET", "/v1/market/history?slug=" + encodeURIComponent(own.slug) + "&hours=" + hours)).then(function (hist) {
