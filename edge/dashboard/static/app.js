@@ -228,7 +228,7 @@
       var code = e && (e.walletCode || e.code);
       if (code === "missing") { msgEl.textContent = T("signin.nowallet"); }
       else if (code === "locked") { msgEl.textContent = T("signin.locked"); }
-      else if (code === 4001 || (typeof e === "string" && /reject|cancel|declin/i.test(e))) { msgEl.textContent = T("signin.rejected"); }
+      else if (code === 4001 || /reject|cancel|declin/i.test(typeof e === "string" ? e : String(e && e.message || ""))) { msgEl.textContent = T("signin.rejected"); }
       else if (e instanceof ApiError && e.code === 1010) { msgEl.textContent = T("signin.expired"); }
       else if (e instanceof ApiError || e instanceof NetError) { msgEl.textContent = errorText(e); }
       else { msgEl.textContent = T("signin.failed", { msg: String(e && e.message || e) }); }
@@ -567,7 +567,7 @@
           }, "small danger"))));
       });
       add(box, r.data && r.data.length ? h("div", { class: "scroll" }, h("table", { id: "keys-table" },
-        h("thead", {}, h("tr", {}, ["Id", T("keys.label"), T("keys.scopes"), T("keys.status"), "Expires", T("keys.lastused"), ""].map(function (x) { return h("th", { scope: "col", text: x }); }))), list))
+        h("thead", {}, h("tr", {}, [T("keys.id"), T("keys.label"), T("keys.col.scopes"), T("keys.status"), T("keys.col.expires"), T("keys.lastused"), ""].map(function (x) { return h("th", { scope: "col", text: x }); }))), list))
         : h("p", { class: "muted", text: T("keys.none") }));
       var checks = allScopes.map(function (s) {
         return h("label", { class: "check" }, input("scope-" + s, { type: "checkbox", value: s }), " ", s);
@@ -613,7 +613,7 @@
         var other = w.role === "primary" ? "backup" : "primary";
         add(box, h("div", { class: "card hook", "data-hook": w.id, "data-role": w.role },
           h("h2", {}, h("span", { class: "badge", text: w.role }), " ", h("span", { class: "mono url", text: w.url })),
-          h("p", { class: "muted", text: (w.is_active ? T("hooks.active") : T("hooks.inactive")) + " · " + (w.events ? w.events.join(", ") : "all events") }),
+          h("p", { class: "muted", text: (w.is_active ? T("hooks.active") : T("hooks.inactive")) + " · " + (w.events ? w.events.join(", ") : T("hooks.allevents")) }),
           h("div", { class: "actions" },
             button(T("hooks.test"), function (ev) {
               ev.target.disabled = true;
@@ -677,7 +677,7 @@
       if (!plans.available) { add(box, h("p", { class: "notice", text: T("subs.unavailable") })); }
       add(box, h("div", { class: "grid" }, (plans.data || []).map(function (p) {
         return h("div", { class: "card" }, h("h3", { text: p.name }), h("p", { text: T("subs.perday", { fee: p.fee_trx_per_day }) }),
-          h("p", { class: "muted", text: "reserve " + group(p.reserve) + " · low " + group(p.low) + " · high " + group(p.high) }),
+          h("p", { class: "muted", text: T("subs.rule", { reserve: group(p.reserve), low: group(p.low), high: group(p.high) }) }),
           h("ul", {}, (p.average_price || []).map(function (a) {
             return h("li", { text: T("subs.avg", { n: a.uses_per_day, trx: a.average_trx === null ? "–" : a.average_trx }) });
           })));
@@ -692,7 +692,7 @@
         };
         add(box, h("div", { class: "card", "data-sub": s.id },
           h("h3", {}, h("span", { class: "mono", text: s.address || s.receiver }), " ", h("span", { class: "badge " + s.status, text: s.status })),
-          h("p", { class: "muted", text: (s.preset || "custom") + (s.reserve ? " · reserve " + group(s.reserve) + " · low " + group(s.low) + " · high " + group(s.high) : "") + " · " + sunText(s.daily_fee_sun) + "/day" }),
+          h("p", { class: "muted", text: (s.preset || T("subs.custom")) + (s.reserve ? " · " + T("subs.rule", { reserve: group(s.reserve), low: group(s.low), high: group(s.high) }) : "") + " · " + T("subs.fee", { fee: sunText(s.daily_fee_sun) }) }),
           h("div", { class: "actions" },
             s.status === "active" ? button(T("subs.pause"), function () { act("PATCH", { status: "paused" }); }) : null,
             s.status === "paused" ? button(T("subs.resume"), function () { act("PATCH", { status: "active" }); }) : null,
@@ -722,13 +722,13 @@
       custom.hidden = preset.value !== "";
       if (preset.value) { check.textContent = ""; return true; }
       var R = +reserve.value, lo = +low.value, hi = +high.value, v = [];
-      if (!(R >= L.reserve_min && R <= L.reserve_max)) { v.push("reserve " + group(L.reserve_min) + "–" + group(L.reserve_max)); }
-      if (R % L.step || lo % L.step || hi % L.step) { v.push("multiples of " + group(L.step)); }
+      if (!(R >= L.reserve_min && R <= L.reserve_max)) { v.push(T("subs.v.reserve", { min: group(L.reserve_min), max: group(L.reserve_max) })); }
+      if (R % L.step || lo % L.step || hi % L.step) { v.push(T("subs.v.step", { step: group(L.step) })); }
       var basic = R === L.reserve_min && lo === R && hi === R;
       if (!basic) {
-        if (lo < L.low_min) { v.push("low ≥ " + group(L.low_min)); }
-        if (!(hi > lo && hi <= R)) { v.push("low < high ≤ reserve"); }
-        if (hi - lo < L.gap_min) { v.push("high − low ≥ " + group(L.gap_min)); }
+        if (lo < L.low_min) { v.push(T("subs.v.low", { min: group(L.low_min) })); }
+        if (!(hi > lo && hi <= R)) { v.push(T("subs.v.high")); }
+        if (hi - lo < L.gap_min) { v.push(T("subs.v.gap", { gap: group(L.gap_min) })); }
       }
       check.className = v.length ? "error" : "ok";
       check.textContent = v.length ? v.join("; ") : T("subs.rule.ok", { fee: Math.ceil(R * 6 / 131000) });

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -194,7 +195,8 @@ func (b *browser) screen(hash, ready string) {
 	b.do(chromedp.WaitVisible(ready))
 }
 
-// shot writes the screen at desktop and phone width when SCREENSHOTS_DIR is set.
+// shot writes the screen at desktop and phone width (and the phone in dark mode) when
+// SCREENSHOTS_DIR is set.
 func (b *browser) shot(name string) {
 	b.t.Helper()
 	if b.shots == "" {
@@ -204,9 +206,14 @@ func (b *browser) shot(name string) {
 		b.t.Fatal(err)
 	}
 	for _, v := range []struct {
-		name string
-		w, h int64
-	}{{"desktop", 1280, 900}, {"phone", 390, 844}} {
+		name   string
+		w, h   int64
+		scheme string
+	}{{"desktop", 1280, 900, "light"}, {"phone", 390, 844, "light"}, {"phone-dark", 390, 844, "dark"}} {
+		if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: v.scheme}}}); err != nil {
+			b.t.Fatal(err)
+		}
 		b.do(chromedp.EmulateViewport(v.w, v.h), chromedp.Sleep(300*time.Millisecond))
 		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -217,6 +224,9 @@ func (b *browser) shot(name string) {
 		if err := os.WriteFile(filepath.Join(b.shots, name+"-"+v.name+".png"), png, 0o644); err != nil {
 			b.t.Fatal(err)
 		}
+	}
+	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{}); err != nil {
+		b.t.Fatal(err)
 	}
 	b.do(chromedp.EmulateViewport(1280, 900))
 }
