@@ -4,7 +4,7 @@ PKGS      := ./...
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 export REDIS_URL    ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup run test bench lint build migrate
+.PHONY: setup run test bench lint build migrate screenshots
 
 ## setup: download modules and build every binary once.
 setup:
@@ -18,6 +18,11 @@ run:
 ## test: unit and integration tests against real Postgres, Redis and Kafka over TCP.
 test:
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+## screenshots: every dashboard screen at desktop and phone width, as PNGs in screenshots/
+## (ignored by git), from the browser test on a dev stack. Needs chromium.
+screenshots:
+	SCREENSHOTS_DIR=$(CURDIR)/screenshots $(GO) test -count=1 -run TestDashboardInBrowser ./infra/cmd/devstack/
 
 ## bench: benchmarks, each ending with a `bench NAME: VALUE UNIT, ratio R vs REFERENCE` line.
 bench:

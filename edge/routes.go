@@ -64,7 +64,10 @@ const (
 //     this edge routes GET /v1/api-keys (list), PATCH /v1/api-keys/{id} (update) and
 //     DELETE /v1/api-keys/{id} (revoke).
 //   - The node proxy endpoint is "not shown" in the spec, so it has no route.
-//   - Orders and batches name no Auth in the spec: keys only.
+//   - Orders and batches name no Auth in the spec: keys, and for the dashboard (docs/auth.md,
+//     "Dashboard sessions on account and order routes") a session may also read the
+//     account, balance, deposit addresses and orders (viewer) and place and reclaim orders
+//     (editor, with CSRF). Batches stay keys only.
 var Endpoints = []Endpoint{
 	// Signup.
 	{Method: "POST", Path: "/v1/accounts/challenge", Auth: P, Class: ClassPublic},
@@ -73,10 +76,10 @@ var Endpoints = []Endpoint{
 	{Method: "GET", Path: "/v1/accounts/deposit-address", Auth: B, Class: ClassManagement},
 
 	// Account and session.
-	{Method: "GET", Path: "/v1/account", Auth: K | B, Scope: scopes.AccountRead, Class: ClassManagement},
+	{Method: "GET", Path: "/v1/account", Auth: K | B | S, Scope: scopes.AccountRead, Class: ClassManagement},
 	{Method: "PATCH", Path: "/v1/account", Auth: S, Scope: scopes.AccountWrite, Role: RoleOwner, Class: ClassManagement},
-	{Method: "GET", Path: "/v1/balance", Auth: K, Scope: scopes.AccountRead, Class: ClassRead},
-	{Method: "GET", Path: "/v1/deposit-addresses", Auth: K, Scope: scopes.DepositsRead, Class: ClassRead},
+	{Method: "GET", Path: "/v1/balance", Auth: K | S, Scope: scopes.AccountRead, Class: ClassRead},
+	{Method: "GET", Path: "/v1/deposit-addresses", Auth: K | S, Scope: scopes.DepositsRead, Class: ClassRead},
 	{Method: "POST", Path: "/v1/session", Auth: P, Class: ClassPublic},
 	{Method: "GET", Path: "/v1/session", Auth: S, Class: ClassManagement},
 	{Method: "DELETE", Path: "/v1/session", Auth: S, Role: RoleViewer, Class: ClassManagement, WhileSuspended: true},
@@ -114,10 +117,10 @@ var Endpoints = []Endpoint{
 	{Method: "GET", Path: "/v1/webhooks/{id}/deliveries", Auth: K | S, Scope: scopes.WebhooksRead, Class: ClassManagement}, // not in the spec: docs/webhooks.md
 
 	// Orders.
-	{Method: "POST", Path: "/v1/orders", Auth: K, Scope: scopes.OrdersWrite, Class: ClassOrder},
-	{Method: "GET", Path: "/v1/orders", Auth: K, Scope: scopes.OrdersRead, Class: ClassRead},
-	{Method: "GET", Path: "/v1/orders/{id}", Auth: K, Scope: scopes.OrdersRead, Class: ClassRead},
-	{Method: "POST", Path: "/v1/orders/{id}/reclaim", Auth: K, Scope: scopes.OrdersWrite, Class: ClassOrder},
+	{Method: "POST", Path: "/v1/orders", Auth: K | S, Scope: scopes.OrdersWrite, Class: ClassOrder},
+	{Method: "GET", Path: "/v1/orders", Auth: K | S, Scope: scopes.OrdersRead, Class: ClassRead},
+	{Method: "GET", Path: "/v1/orders/{id}", Auth: K | S, Scope: scopes.OrdersRead, Class: ClassRead},
+	{Method: "POST", Path: "/v1/orders/{id}/reclaim", Auth: K | S, Scope: scopes.OrdersWrite, Class: ClassOrder},
 
 	// Batches.
 	{Method: "POST", Path: "/v1/batches", Auth: K, Scope: scopes.BatchesWrite, Class: ClassOrder},
@@ -219,6 +222,7 @@ func (s *Server) buildRouter() error {
 			s.methods = append(s.methods, e.Method)
 		}
 	}
+	s.mountDashboard(r)
 	for k := range hs {
 		if !known[k] {
 			return fmt.Errorf("edge: handler for %q has no entry in Endpoints", k)

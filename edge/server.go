@@ -44,6 +44,8 @@ type Options struct {
 
 	// Modules contribute handlers for endpoints of Endpoints (auth.go).
 	Modules []Module
+	// Dashboard serves the web page at "/" (edge/dashboard); nil leaves "/" unrouted.
+	Dashboard Dashboard
 
 	// Limiter charges the budgets of RateLimits; nil switches rate limiting (and the
 	// RateLimit headers) off, for tests of other concerns only.

@@ -48,6 +48,7 @@ type signupStack struct {
 	clock    *testClock // signup challenges and tokens, sessions
 	accounts *accounts.Store
 	deposits *deposits.Store
+	sessions *sessions.Store
 }
 
 const (
@@ -121,7 +122,7 @@ func newSignupStack(t *testing.T, opts ...func(*stackConfig)) *signupStack {
 		o.Limiter = ratelimit.New(rdb, prefix)
 		o.RateLimits = rl
 	}))
-	return &signupStack{testServer: ts, db: db, clock: clk, accounts: acc, deposits: dep}
+	return &signupStack{testServer: ts, db: db, clock: clk, accounts: acc, deposits: dep, sessions: sess}
 }
 
 // post sends a JSON body.

@@ -23,6 +23,10 @@ type Config struct {
 	Network network.Network // NETWORK
 	Brand   string          // BRAND, used in webhook User-Agent and signup messages
 	Host    string          // PUBLIC_HOST, the domain bound into signed challenges
+	// ExplorerTxURL is the block explorer page of a transaction for the dashboard's links
+	// (EXPLORER_TX_URL); "{tx}" is replaced by the transaction id. The default is
+	// tronscan's page for the network.
+	ExplorerTxURL string
 
 	DatabaseURL  string   // DATABASE_URL
 	RedisURL     string   // REDIS_URL
@@ -268,6 +272,7 @@ func Load() (Config, error) {
 		Network:          net,
 		Brand:            str("BRAND", "tronrent"),
 		Host:             str("PUBLIC_HOST", "localhost"),
+		ExplorerTxURL:    str("EXPLORER_TX_URL", defaultExplorer(net)),
 		DatabaseURL:      str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/rental?sslmode=disable"),
 		RedisURL:         str("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		KafkaBrokers:     splitList(str("KAFKA_BROKERS", "127.0.0.1:9092")),
@@ -462,4 +467,12 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// defaultExplorer is tronscan's transaction page for the network.
+func defaultExplorer(n network.Network) string {
+	if n == network.Nile {
+		return "https://nile.tronscan.org/#/transaction/{tx}"
+	}
+	return "https://tronscan.org/#/transaction/{tx}"
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"rental/edge"
+	"rental/edge/dashboard"
 	"rental/infra/accounts"
 	"rental/infra/config"
 	"rental/infra/deposits"
@@ -157,6 +158,10 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Logger:   log,
 	})
 
+	page, err := dashboard.New(dashboard.Config{Brand: cfg.Brand, Network: string(cfg.Network), ExplorerTxURL: cfg.ExplorerTxURL})
+	if err != nil {
+		return nil, err
+	}
 	server, err := edge.New(edge.Options{
 		Logger:         log,
 		Registerer:     reg,
@@ -176,6 +181,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Idempotency:    idem,
 		MaxActiveKeys:  cfg.Auth.MaxActiveKeys,
 		Account:        sources,
+		Dashboard:      page,
 	})
 	if err != nil {
 		return nil, err
