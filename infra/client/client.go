@@ -113,7 +113,8 @@ type Client struct {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithHTTPClient sets the http.Client (default: a client with a 30 s timeout per attempt).
+// WithHTTPClient sets the http.Client (default: 30 s timeout per attempt, up to 64 idle
+// connections kept per host).
 func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
 
 // WithClock sets the clock used for signing, waits and the retry budget.
@@ -138,7 +139,7 @@ func New(baseURL, keyID, secret string, opts ...Option) *Client {
 		base:   strings.TrimRight(baseURL, "/"),
 		keyID:  keyID,
 		secret: secret,
-		http:   &http.Client{Timeout: 30 * time.Second},
+		http:   defaultHTTPClient(),
 		clock:  wallClock{},
 		jitter: func(max time.Duration) time.Duration { return rand.N(max + 1) },
 		policy: DefaultPolicy,
@@ -149,6 +150,14 @@ func New(baseURL, keyID, secret string, opts ...Option) *Client {
 		o(c)
 	}
 	return c
+}
+
+// defaultHTTPClient: 30 s per attempt, and idle connections kept for concurrent callers
+// (net/http's default keeps two per host, which makes a busy client reconnect constantly).
+func defaultHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return &http.Client{Timeout: 30 * time.Second, Transport: t}
 }
 
 // Response is an answer as received.
