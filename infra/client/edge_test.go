@@ -299,4 +299,70 @@ func TestClientAgainstTheEdge(t *testing.T) {
 	if !strings.HasPrefix(keyID, "ak_live_") {
 		t.Fatalf("key id %s", keyID)
 	}
+
+	// docs/integrating.md's curl signing helper, run as printed, signs calls the edge accepts.
+	curl := docHelper(t)
+	curl.env = []string{"BASE=" + e.api, "API_KEY=" + keyID, "API_SECRET=" + secret}
+	var cb client.Balance
+	curl.call(t, &cb, "GET", "/v1/balance")
+	spent := created[0].TotalAmountSun + created[1].TotalAmountSun + created[2].TotalAmountSun
+	if cb.BalanceSun < 100_000_000-spent || cb.BalanceSun > 100_000_000 || cb.AvailableSun != 100_000_000-spent { // held or captured
+		t.Fatalf("curl helper: GET /v1/balance %+v", cb)
+	}
+	var page client.Page[orders.Record]
+	curl.call(t, &page, "GET", "/v1/orders?limit=1&client_order_id=client-test-1")
+	if len(page.Data) != 1 || page.Data[0].ID != created[1].ID {
+		t.Fatalf("curl helper: GET with a query: %+v", page)
+	}
+	var replay orders.Record
+	curl.call(t, &replay, "POST", "/v1/orders",
+		fmt.Sprintf(`{"client_order_id":"client-test-2","resource":"energy","amount":65000,"tier":"5m","receiver":%q}`, receivers[2]))
+	if replay.ID != created[2].ID {
+		t.Fatalf("curl helper: POST with a body: %+v", replay)
+	}
+	curl.env = append(curl.env, "API_SECRET="+secret+"x") // the last value wins
+	var refused struct{ Error struct{ Code int } }
+	curl.call(t, &refused, "GET", "/v1/balance")
+	if refused.Error.Code != 1002 {
+		t.Fatalf("curl helper with a wrong secret: %+v", refused)
+	}
+}
+
+// shellHelper runs the signing helper of docs/integrating.md with bash, curl and openssl.
+type shellHelper struct {
+	script string
+	env    []string
+}
+
+func docHelper(t *testing.T) *shellHelper {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/integrating.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "<!-- signing-helper -->")
+	block, _, ok2 := strings.Cut(rest, "<!-- /signing-helper -->")
+	if !ok || !ok2 {
+		t.Fatal("docs/integrating.md: no <!-- signing-helper --> block")
+	}
+	var lines []string
+	for _, l := range strings.Split(block, "\n") {
+		if !strings.HasPrefix(l, "```") {
+			lines = append(lines, l)
+		}
+	}
+	return &shellHelper{script: strings.Join(lines, "\n")}
+}
+
+func (h *shellHelper) call(t *testing.T, out any, args ...string) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{"-c", h.script + "\napi \"$@\"", "api"}, args...)...)
+	cmd.Env = append(os.Environ(), h.env...)
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("curl helper %v: %v: %s", args, err, b)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("curl helper %v: %v: %s", args, err, b)
+	}
 }
