@@ -38,6 +38,10 @@ pair outbox_relay events/s ./infra/outbox BenchmarkRelay ./infra/outbox Benchmar
 # against a public GET through the same edge and middleware.
 pair edge_signed_request req/s ./edge BenchmarkSignedRequest ./edge BenchmarkPublicRequest "public GET on the same edge"
 
+# The same signed GET made with the integrators' Go client (infra/client), against a bare
+# signed fasthttp request on the same edge: the client's own cost.
+pair client_signed_request req/s ./edge BenchmarkSignedRequestClient ./edge BenchmarkSignedRequest "bare signed fasthttp request on the same edge"
+
 # GET /v1/prices served from the in-memory snapshot, measured with wrk against a trivial
 # fasthttp handler in the same process (target ratio >= 0.5).
 bash infra/bench/prices.sh

@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	apiclient "rental/infra/client"
 	"rental/infra/ledgerstore"
-	"rental/infra/reqsign"
 	"rental/infra/tron"
 	"rental/schemas/events"
 	"rental/schemas/topics"
@@ -26,12 +26,10 @@ import (
 // edge's HTTP API (anonymous, bootstrap token or signed with an API key) and the
 // simulator's HTTP API.
 type client struct {
-	t      *testing.T
-	s      *stack
-	http   *http.Client
-	keyID  string
-	secret string
-	last   time.Time // last signing time: every signature gets a fresh millisecond
+	t    *testing.T
+	s    *stack
+	http *http.Client
+	key  *apiclient.Client // the integrators' Go client (infra/client), signing with the API key
 }
 
 type reply struct {
@@ -91,19 +89,30 @@ func (c *client) api(method, target string, body any, header ...string) reply {
 	return c.send(method, "http://"+c.s.api+target, c.jsonBody(body), header...)
 }
 
-// signed calls the edge with the API key: X-API-KEY, X-API-TIMESTAMP, X-API-SIGN over the
-// exact bytes sent, each request at a fresh millisecond (a repeated signature is 1009).
+// signed calls the edge with the API key through infra/client: X-API-KEY, X-API-TIMESTAMP,
+// X-API-SIGN over the exact bytes sent, a fresh signature per attempt, the spec's retry
+// policy. Any answer is returned for the caller to check.
 func (c *client) signed(method, target string, body any) reply {
 	c.t.Helper()
-	raw := c.jsonBody(body)
-	now := time.Now().Truncate(time.Millisecond)
-	if !now.After(c.last) {
-		now = c.last.Add(time.Millisecond)
+	resp, err := c.key.Do(context.Background(), method, target, c.jsonBody(body))
+	if resp == nil {
+		c.t.Fatalf("%s %s: %v", method, target, err)
 	}
-	c.last = now
-	h := reqsign.Headers(c.keyID, c.secret, now, method, target, raw)
-	return c.send(method, "http://"+c.s.api+target, raw,
-		reqsign.HeaderKey, h[reqsign.HeaderKey], reqsign.HeaderTimestamp, h[reqsign.HeaderTimestamp], reqsign.HeaderSign, h[reqsign.HeaderSign])
+	return reply{status: resp.Status, header: resp.Header, body: resp.Body}
+}
+
+// createOrder places an order with the client's CreateOrder (same client_order_id on every
+// retry, look-up by it when the outcome stays unknown) and returns its last answer.
+func (c *client) createOrder(req apiclient.OrderRequest) reply {
+	c.t.Helper()
+	got, err := c.key.CreateOrder(context.Background(), req)
+	if got.LookedUp {
+		c.t.Fatalf("POST /v1/orders gave no answer; the order was found by client_order_id: %+v", got.Order)
+	}
+	if got.Response == nil {
+		c.t.Fatalf("POST /v1/orders: %v", err)
+	}
+	return reply{status: got.Response.Status, header: got.Response.Header, body: got.Response.Body}
 }
 
 // sim calls the simulator (java-tron's /wallet/ API or the /sim/ control API).
@@ -143,9 +152,11 @@ type balance struct {
 
 func (c *client) balance() balance {
 	c.t.Helper()
-	var b balance
-	c.want(c.signed("GET", "/v1/balance", nil), 200, "GET /v1/balance").decode(c.t, &b)
-	return b
+	b, err := c.key.Balance(context.Background())
+	if err != nil {
+		c.t.Fatalf("GET /v1/balance: %v", err)
+	}
+	return balance{BalanceSun: b.BalanceSun, BalanceUSDT: b.BalanceUSDT, ReservedSun: b.ReservedSun, AvailableSun: b.AvailableSun}
 }
 
 // wantBalance checks the balance to the SUN.
@@ -304,11 +315,11 @@ type e2e struct {
 
 	receiver string
 	order    orderRecord
-	orderReq map[string]any // the body of POST /v1/orders
-	order201 []byte         // and its answer
-	pool     string         // the stake pool that delegated the order
-	stakeSun int64          // the TRX staked behind the delegation
-	scopes   []string       // the API key's scopes beyond the order flow's
+	orderReq apiclient.OrderRequest // the body of POST /v1/orders
+	order201 []byte                 // and its answer
+	pool     string                 // the stake pool that delegated the order
+	stakeSun int64                  // the TRX staked behind the delegation
+	scopes   []string               // the API key's scopes beyond the order flow's
 }
 
 // e2eStack starts the dev stack with fast blocks and shallow confirmations (a deposit is
@@ -377,7 +388,7 @@ func (e *e2e) signup() {
 	if !strings.HasPrefix(key.ID, "ak_live_") || !strings.HasPrefix(key.Secret, "sk_live_") {
 		t.Fatalf("api key id %q, secret of %d characters", key.ID, len(key.Secret))
 	}
-	c.keyID, c.secret = key.ID, key.Secret
+	c.key = apiclient.New("http://"+c.s.api, key.ID, key.Secret, apiclient.WithHTTPClient(c.http))
 }
 
 // deposit sends amountSun from the simulator's faucet to the account's TRX deposit address
@@ -435,8 +446,8 @@ func (e *e2e) orderEnergy(amount int64) {
 	e.receiver = e.newReceiver()
 	eventually(t, 15*time.Second, "GET /v1/prices answers 200", func() bool { return c.api("GET", "/v1/prices", nil).status == 200 })
 	o := &e.order
-	e.orderReq = map[string]any{
-		"client_order_id": "e2e-" + e.receiver, "resource": "energy", "amount": amount, "tier": "5m", "receiver": e.receiver,
+	e.orderReq = apiclient.OrderRequest{
+		ClientOrderID: "e2e-" + e.receiver, Resource: "energy", Amount: amount, Tier: "5m", Receiver: e.receiver,
 	}
 	walk := func() int64 { // the public order book's price of this order right now
 		var b struct {
@@ -452,7 +463,7 @@ func (e *e2e) orderEnergy(amount int64) {
 		return b.Walk.TotalSun
 	}
 	quoted := walk()
-	r := c.want(c.signed("POST", "/v1/orders", e.orderReq), 201, "POST /v1/orders")
+	r := c.want(c.createOrder(e.orderReq), 201, "POST /v1/orders")
 	r.decode(t, o)
 	e.order201 = r.body
 	// The total is the resource part (unit price x amount, rounded up) with no activation
@@ -554,7 +565,7 @@ func TestE2EDepositOrderDelegationReclaim(t *testing.T) {
 	total := e.order.TotalAmountSun
 	c.wantBalance("after the order", deposit, total)
 	// A verbatim retry (same client_order_id) charges nothing and answers the original.
-	r := c.want(c.signed("POST", "/v1/orders", e.orderReq), 200, "POST /v1/orders again")
+	r := c.want(c.createOrder(e.orderReq), 200, "POST /v1/orders again")
 	if !bytes.Equal(r.body, e.order201) || r.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("repeat of the order: Idempotent-Replayed %q, body %s, want the 201 body %s", r.header.Get("Idempotent-Replayed"), r.body, e.order201)
 	}
