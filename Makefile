@@ -4,7 +4,7 @@ PKGS      := ./...
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 export REDIS_URL    ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup run test bench lint build migrate
+.PHONY: setup run test bench lint build migrate reset
 
 ## setup: download modules and build every binary once.
 setup:
@@ -37,3 +37,9 @@ build:
 ## migrate: apply pending migrations to DATABASE_URL.
 migrate:
 	$(GO) run ./infra/cmd/migrate
+
+## reset: start the dev stack's chain and its database afresh together: removes DATA_DIR
+## (simulator and broker state) and every table of DATABASE_URL, then migrates.
+reset:
+	rm -rf "$${DATA_DIR:-.data}"
+	$(GO) run ./infra/cmd/migrate -reset
