@@ -11,6 +11,13 @@
 // either committed with its cursor or read again. Fact ids are deterministic (kind, tx id,
 // log index, block id), so even the re-read produces the same ids.
 //
+// The node. The chain's identity (genesis block id, network) is stored with the cursor at
+// first start; a node of another chain is refused, and a head below the stored cursor is
+// reported, both as chain_cursor.problem (GET /v1/status: payments degraded), a log line
+// and rental_chainwatch_node_problem. With Options.Solidified nothing above the node's
+// solidified block is read, and a block whose contract calls lack their info records is
+// read again (docs/chain.md).
+//
 // Forks. A block whose parentHash differs from the stored id of its predecessor means the
 // node switched branches. The follower walks its window back until the node's block and
 // the stored block agree (the common ancestor), then in one transaction emits a revert fact
