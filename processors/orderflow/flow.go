@@ -42,6 +42,7 @@ type Node interface {
 	BroadcastTransaction(ctx context.Context, tx *tron.Transaction) (*tron.BroadcastResult, error)
 	GetTransactionInfoByID(ctx context.Context, txid string) (*tron.TransactionInfo, error)
 	GetNowBlock(ctx context.Context) (*tron.Block, error)
+	GetSolidBlock(ctx context.Context) (*tron.Block, error)
 	GetTransactionByID(ctx context.Context, txid string) (*tron.Transaction, error)
 	TriggerSmartContract(ctx context.Context, t *tron.TriggerSmartContract, feeLimit int64) (*tron.Transaction, error)
 	TriggerConstantContract(ctx context.Context, t *tron.TriggerSmartContract) (*tron.TransactionExtention, error)
