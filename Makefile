@@ -42,3 +42,9 @@ build:
 ## migrate: apply pending migrations to DATABASE_URL.
 migrate:
 	$(GO) run ./infra/cmd/migrate
+
+## reset: start the dev stack's chain and its database afresh together: removes DATA_DIR
+## (simulator and broker state) and every table of DATABASE_URL, then migrates.
+reset:
+	rm -rf "$${DATA_DIR:-.data}"
+	$(GO) run ./infra/cmd/migrate -reset

@@ -11,6 +11,13 @@
 // either committed with its cursor or read again. Fact ids are deterministic (kind, tx id,
 // log index, block id), so even the re-read produces the same ids.
 //
+// The node. The chain's identity (genesis block id, network) is stored with the cursor at
+// first start; a node of another chain is refused, and a head below the stored cursor is
+// reported, both as chain_cursor.problem (GET /v1/status: payments degraded), a log line
+// and rental_chainwatch_node_problem. With Options.Solidified nothing above the node's
+// solidified block is read, and a block whose contract calls lack their info records is
+// read again (docs/chain.md).
+//
 // Forks. A block whose parentHash differs from the stored id of its predecessor means the
 // node switched branches. The follower walks its window back until the node's block and
 // the stored block agree (the common ancestor), then in one transaction emits a revert fact
@@ -66,6 +73,10 @@ type Options struct {
 	// Confirmations is how far below the head a block must be before it is read; 0 reads
 	// the head itself (tests). 19 matches TRON's solidified block.
 	Confirmations int
+	// Solidified caps what is read at the node's solidified block
+	// (/walletsolidity/getnowblock) when the source knows it (SolidSource), whatever
+	// Confirmations says. The stages turn it on; tests that mine by hand leave it off.
+	Solidified bool
 	// PollEvery is the wait between polls once caught up (default 1 s). While behind, the
 	// follower polls again at once.
 	PollEvery time.Duration
@@ -95,7 +106,15 @@ type Follower struct {
 
 	cur    chainstore.Cursor
 	loaded bool
+	// identified is set once the node's genesis matched the cursor's chain.
+	identified bool
 }
+
+// ErrCursorAboveHead is a stored cursor above the node's head: the node's chain was reset
+// (the dev stack's data directory removed while its database stayed) or the node is
+// another, younger chain. The follower reports it (log, metric, GET /v1/status payments
+// degraded) and reads nothing until the node's head passes the cursor.
+var ErrCursorAboveHead = errors.New("chainwatch: the stored cursor is above the node's head")
 
 // New validates the options and applies defaults.
 func New(o Options) (*Follower, error) {
@@ -211,6 +230,31 @@ func (f *Follower) poll(ctx context.Context) (caughtUp bool, err error) {
 		f.cur, f.loaded = c, true
 		f.log.Info("following", "cursor", c.Num, "head", head, "target", target)
 	}
+	if !f.identified {
+		if err := f.checkIdentity(ctx); err != nil {
+			f.m.nodeProblem.Set(1)
+			return false, err
+		}
+	}
+	if f.cur.Num > head {
+		f.m.nodeProblem.Set(1)
+		err := fmt.Errorf("%w: cursor %d, head %d; if the node's chain was reset, start the database afresh with it (dev stack: make reset)",
+			ErrCursorAboveHead, f.cur.Num, head)
+		if perr := f.st.SetProblem(ctx, err.Error()); perr != nil {
+			return false, perr
+		}
+		return false, err
+	}
+	f.m.nodeProblem.Set(0)
+	if f.o.Solidified {
+		if ss, ok := f.o.Source.(SolidSource); ok {
+			solid, err := ss.SolidHead(ctx)
+			if err != nil {
+				return false, fmt.Errorf("solidified block: %w", err)
+			}
+			target = min(target, solid)
+		}
+	}
 	f.m.headLag.Set(float64(max(head-f.cur.Num, 0)))
 	f.m.cursor.Set(float64(f.cur.Num))
 	if target <= f.cur.Num {
@@ -276,6 +320,30 @@ func (f *Follower) poll(ctx context.Context) (caughtUp bool, err error) {
 	return last.Num >= target, nil
 }
 
+// checkIdentity compares the node's genesis block with the chain stored with the cursor
+// (storing it at first start). Another chain is an error every poll until the node is
+// the right one again.
+func (f *Follower) checkIdentity(ctx context.Context) error {
+	ci, ok := f.o.Source.(ChainIdentifier)
+	if !ok {
+		f.identified = true
+		return nil
+	}
+	genesis, err := ci.Genesis(ctx)
+	if err != nil {
+		return fmt.Errorf("genesis block: %w", err)
+	}
+	if err := f.st.CheckIdentity(ctx, chainstore.Identity{GenesisID: genesis, Network: string(f.o.Network)}); err != nil {
+		return err
+	}
+	f.identified = true
+	return nil
+}
+
+// errIncomplete marks a block whose transaction infos the node did not (fully) return: a
+// node without the block's history answers an empty list. The batch is read again.
+var errIncomplete = errors.New("chainwatch: transaction infos missing")
+
 // txInfos fetches the execution records of the blocks that hold contract calls (only
 // those can carry TRC-20 logs), concurrently. Result i is keyed by tx id for blocks[i].
 func (f *Follower) txInfos(ctx context.Context, blocks []Block) ([]map[string]*TxInfo, error) {
@@ -314,6 +382,13 @@ func (f *Follower) txInfos(ctx context.Context, blocks []Block) ([]map[string]*T
 					return fmt.Errorf("%w: block %d has no transaction %s", errInconsistent, b.Num, infos[j].TxID)
 				}
 				m[infos[j].TxID] = &infos[j]
+			}
+			// Every contract call must have its record: a missing one could hide a
+			// TRC-20 deposit.
+			for j := range b.Txs {
+				if b.Txs[j].IsContractCall() && m[b.Txs[j].ID] == nil {
+					return fmt.Errorf("%w: block %d, transaction %s", errIncomplete, b.Num, b.Txs[j].ID)
+				}
 			}
 			out[i] = m
 			return nil

@@ -13,6 +13,8 @@ type metrics struct {
 	facts     *prometheus.CounterVec
 	forks     prometheus.Counter
 	pollFails prometheus.Counter
+	// nodeProblem is 1 while the node is refused (another chain) or behind the cursor.
+	nodeProblem prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -41,8 +43,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "rental_chainwatch_poll_errors_total",
 			Help: "Polls that failed (node unreachable, database error, fork deeper than the window).",
 		}),
+		nodeProblem: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "rental_chainwatch_node_problem",
+			Help: "1 while the node is refused: another chain than the stored cursor's, or a head below the cursor.",
+		}),
 	}
 	if reg != nil {
+		m.nodeProblem = promreg.Register(reg, m.nodeProblem)
 		m.headLag = promreg.Register(reg, m.headLag)
 		m.cursor = promreg.Register(reg, m.cursor)
 		m.blocks = promreg.Register(reg, m.blocks)

@@ -61,9 +61,23 @@ type BlockSource interface {
 	TxInfos(ctx context.Context, num int64) ([]TxInfo, error)
 }
 
+// SolidSource is a BlockSource that knows the node's solidified block (the newest one the
+// network can no longer reverse). NodeSource is one.
+type SolidSource interface {
+	SolidHead(ctx context.Context) (int64, error)
+}
+
+// ChainIdentifier is a BlockSource that names its chain by the id of its genesis block.
+// NodeSource is one.
+type ChainIdentifier interface {
+	Genesis(ctx context.Context) (string, error)
+}
+
 // NodeAPI is the part of *tron.Client that NodeSource uses.
 type NodeAPI interface {
 	GetNowBlock(ctx context.Context) (*tron.Block, error)
+	GetSolidBlock(ctx context.Context) (*tron.Block, error)
+	GetBlockByNum(ctx context.Context, num int64) (*tron.Block, error)
 	GetBlockByLimitNext(ctx context.Context, start, end int64) ([]tron.Block, error)
 	GetTransactionInfoByBlockNum(ctx context.Context, num int64) ([]tron.TransactionInfo, error)
 }
@@ -87,6 +101,24 @@ func (s *NodeSource) Head(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	return b.Number(), nil
+}
+
+// SolidHead implements SolidSource: /walletsolidity/getnowblock.
+func (s *NodeSource) SolidHead(ctx context.Context) (int64, error) {
+	b, err := s.api.GetSolidBlock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return b.Number(), nil
+}
+
+// Genesis implements ChainIdentifier: the id of block 0.
+func (s *NodeSource) Genesis(ctx context.Context) (string, error) {
+	b, err := s.api.GetBlockByNum(ctx, 0)
+	if err != nil {
+		return "", err
+	}
+	return b.BlockID, nil
 }
 
 // Blocks implements BlockSource. Chunks are fetched concurrently; the result is cut at the

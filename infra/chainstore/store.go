@@ -136,9 +136,55 @@ func (s *Store) Load(ctx context.Context, start func(context.Context) (Cursor, e
 	}
 }
 
-// Touch records a successful poll that found nothing new.
+// Touch records a successful poll that found nothing new (and clears a problem).
 func (s *Store) Touch(ctx context.Context) error {
-	_, err := s.pool.Exec(ctx, `UPDATE chain_cursor SET updated_at = now() WHERE name = $1`, CursorName)
+	_, err := s.pool.Exec(ctx, `UPDATE chain_cursor SET updated_at = now(), problem = NULL WHERE name = $1`, CursorName)
+	return err
+}
+
+// Identity is the chain a cursor follows: its genesis block id and network.
+type Identity struct {
+	GenesisID string
+	Network   string
+}
+
+// IdentityError is a node of another chain than the one the stored cursor follows.
+type IdentityError struct {
+	Stored, Node Identity
+}
+
+func (e *IdentityError) Error() string {
+	return fmt.Sprintf("chainwatch: the node serves another chain (genesis %s, network %s) than the one this database "+
+		"follows (genesis %s, network %s): point TRON_NODE_URL at a node of that chain, or start the chain and the "+
+		"database afresh together (dev stack: make reset)", e.Node.GenesisID, e.Node.Network, e.Stored.GenesisID, e.Stored.Network)
+}
+
+// CheckIdentity records id as the cursor's chain when none is stored yet (first start,
+// or a cursor from before identities were kept) and otherwise compares: another chain is
+// an *IdentityError, and is also stored as the cursor's problem. The cursor must exist
+// (Load first).
+func (s *Store) CheckIdentity(ctx context.Context, id Identity) error {
+	var stored Identity
+	err := s.pool.QueryRow(ctx, `UPDATE chain_cursor SET genesis_id = COALESCE(genesis_id, $2), network = COALESCE(network, $3)
+		WHERE name = $1 RETURNING genesis_id, network`, CursorName, id.GenesisID, id.Network).Scan(&stored.GenesisID, &stored.Network)
+	if err != nil {
+		return fmt.Errorf("chainwatch: chain identity: %w", err)
+	}
+	if stored != id {
+		e := &IdentityError{Stored: stored, Node: id}
+		if err := s.SetProblem(ctx, e.Error()); err != nil {
+			return err
+		}
+		return e
+	}
+	return nil
+}
+
+// SetProblem records the follower's standing complaint about the node without moving the
+// cursor or its updated_at; GET /v1/status reports payments degraded while one is set.
+// Touch and every cursor move clear it.
+func (s *Store) SetProblem(ctx context.Context, problem string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE chain_cursor SET problem = $2 WHERE name = $1`, CursorName, problem)
 	return err
 }
 
@@ -160,7 +206,7 @@ func lock(ctx context.Context, tx pgx.Tx, want Cursor) error {
 }
 
 func setCursor(ctx context.Context, tx pgx.Tx, c Cursor) error {
-	_, err := tx.Exec(ctx, `UPDATE chain_cursor SET block_num = $2, block_hash = $3, epoch = $4, updated_at = now() WHERE name = $1`,
+	_, err := tx.Exec(ctx, `UPDATE chain_cursor SET block_num = $2, block_hash = $3, epoch = $4, updated_at = now(), problem = NULL WHERE name = $1`,
 		CursorName, c.Num, c.ID, c.Epoch)
 	return err
 }

@@ -103,3 +103,38 @@ func TestAdvanceChecksTheCursorAndRewindRevertsOrphanedFacts(t *testing.T) {
 		t.Errorf("%d blocks in the window after the rewind, want 1", b)
 	}
 }
+
+// The first identity checked is stored with the cursor; a node of another chain is then
+// refused with an error naming the way out, and the refusal stays recorded as the
+// cursor's problem until the follower moves again.
+func TestChainIdentityIsStoredThenEnforced(t *testing.T) {
+	db := testenv.Postgres(t)
+	ctx := t.Context()
+	s := New(db.Pool, outbox.InsertRecord, 10)
+	start, err := s.Load(ctx, func(context.Context) (Cursor, error) { return Cursor{Num: 9, ID: blockID(9)}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	nile := Identity{GenesisID: "0000000000000000aa", Network: "nile"}
+	if err := s.CheckIdentity(ctx, nile); err != nil {
+		t.Fatalf("first identity: %v", err)
+	}
+	if err := s.CheckIdentity(ctx, nile); err != nil {
+		t.Fatalf("same chain again: %v", err)
+	}
+	other := Identity{GenesisID: "0000000000000000bb", Network: "nile"}
+	err = s.CheckIdentity(ctx, other)
+	var ie *IdentityError
+	if !errors.As(err, &ie) || ie.Stored != nile || ie.Node != other || !strings.Contains(err.Error(), "make reset") {
+		t.Fatalf("another chain: %v", err)
+	}
+	if n := count(t, db.Pool, `SELECT count(*) FROM chain_cursor WHERE problem LIKE '%another chain%'`); n != 1 {
+		t.Fatal("the refusal is not recorded as the cursor's problem")
+	}
+	if _, err := s.Advance(ctx, start, []Header{header(10)}, [][]events.ChainFact{nil}); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, db.Pool, `SELECT count(*) FROM chain_cursor WHERE problem IS NOT NULL`); n != 0 {
+		t.Fatal("a cursor move did not clear the problem")
+	}
+}

@@ -158,6 +158,10 @@ type Processor struct {
 	// (KAFKA_SESSION_TIMEOUT): how soon a dead replica's partitions move to the others.
 	// Brokers refuse values below their group.min.session.timeout.ms (6 s by default).
 	SessionTimeout time.Duration
+	// DelegationLock is the pools' lock policy (DELEGATION_LOCK): "none" (default,
+	// unlocked: a reclaim lands in the next block) or "tier" (locked for the tier when the
+	// receiver holds no live lock from that pool). docs/order-processing.md, "Lock policy".
+	DelegationLock string
 }
 
 // Pricing configures the pricer stage and its supply sources (docs/pricing.md).
@@ -360,6 +364,10 @@ func Load() (Config, error) {
 	c.Processor = Processor{
 		LandGrace:      dur("ORDER_LAND_GRACE", 90*time.Second),
 		SessionTimeout: dur("KAFKA_SESSION_TIMEOUT", 10*time.Second),
+		DelegationLock: str("DELEGATION_LOCK", "none"),
+	}
+	if l := c.Processor.DelegationLock; l != "none" && l != "tier" {
+		errs = append(errs, fmt.Sprintf("DELEGATION_LOCK=%q: want none or tier", l))
 	}
 	c.Pricing = Pricing{
 		Every:           dur("PRICER_INTERVAL", 3*time.Second),

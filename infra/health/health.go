@@ -201,6 +201,13 @@ func (c *Checker) payments(ctx context.Context) Payments {
 	case age > c.opts.PaymentsDegradedAfter:
 		p.Status = Degraded
 	}
+	if sp, ok := c.opts.Database.(ScannerProblems); ok && p.Status == Operational {
+		// The follower refuses its node (another chain, a head below the cursor): it
+		// may still be polling, but it credits nothing.
+		if problem, err := sp.ScannerProblem(ctx); err != nil || problem != "" {
+			p.Status = Degraded
+		}
+	}
 	return p
 }
 

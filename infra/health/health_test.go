@@ -76,6 +76,14 @@ func TestPaymentsFollowsScannerCursorAge(t *testing.T) {
 			t.Errorf("%d s ago: status %s age %v, want %s", c2.agoSeconds, p.Status, deref(p.ScannerUpdatedSecondsAgo), c2.want)
 		}
 	}
+	// A fresh cursor whose follower refuses its node (another chain, a head below the
+	// cursor) credits nothing: degraded.
+	if _, err := db.Pool.Exec(ctx, `UPDATE chain_cursor SET updated_at = now(), problem = 'the stored cursor is above the node''s head' WHERE name = 'chainwatch'`); err != nil {
+		t.Fatal(err)
+	}
+	if p := c.payments(ctx); p.Status != Degraded {
+		t.Errorf("with the follower's problem set: %s, want degraded", p.Status)
+	}
 }
 
 func deref(p *int64) any {

@@ -18,6 +18,12 @@ type Database interface {
 	ScannerAge(ctx context.Context) (age time.Duration, ok bool, err error)
 }
 
+// ScannerProblems is a Database that also reads the chain follower's standing complaint
+// about its node (chain_cursor.problem: another chain, a head below the cursor).
+type ScannerProblems interface {
+	ScannerProblem(ctx context.Context) (string, error)
+}
+
 // ScannerCursorName is the chain_cursor row chainwatch writes.
 const ScannerCursorName = "chainwatch"
 
@@ -54,4 +60,19 @@ func (p *Postgres) ScannerAge(ctx context.Context) (time.Duration, bool, error) 
 		return 0, false, err
 	}
 	return time.Duration(ms) * time.Millisecond, true, nil
+}
+
+// ScannerProblem returns chainwatch's standing complaint about its node, "" when none.
+func (p *Postgres) ScannerProblem(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var problem *string
+	err := p.pool.QueryRow(ctx, `SELECT problem FROM chain_cursor WHERE name = $1`, ScannerCursorName).Scan(&problem)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil || problem == nil {
+		return "", err
+	}
+	return *problem, nil
 }

@@ -8,7 +8,9 @@
 //     (the same signed bytes, so the same transaction id); one past its expiration without
 //     landing is failed, which lets the next run sign a fresh one.
 //  2. For every deposit address with a credited deposit newer than its last confirmed sweep:
-//     USDT first. The transfer needs energy: when the address lacks it and an energy pool
+//     USDT first. An address that only ever received USDT has no account on chain (a
+//     TRC-20 transfer creates none): the pool creates it first (kind activate). The
+//     transfer needs energy: when the address lacks it and an energy pool
 //     key is configured, the pool delegates enough (kind delegate), and a later run, once the
 //     delegation landed, signs the USDT transfer (kind usdt); after that transfer lands the
 //     delegation is taken back (kind undelegate). Then TRX: the balance minus KeepSun (kind
@@ -340,11 +342,23 @@ func (s *Sweeper) sweepAddress(ctx context.Context, c candidate, rep *Report) er
 			return err
 		}
 		usdtLeft = bal.Sign() > 0
-		if usdtLeft && !open["usdt"] && !open["delegate"] && !open["undelegate"] {
+		if usdtLeft && !open["usdt"] && !open["delegate"] && !open["undelegate"] && !open["activate"] {
+			acct, err := s.o.Node.GetAccount(ctx, c.addr)
+			if err != nil {
+				return err
+			}
+			if !acct.Exists() {
+				// Receiving USDT does not create the account; without it the chain
+				// refuses a delegation to the address and any transaction from it.
+				return s.activate(ctx, c, rep)
+			}
 			if err := s.sweepUSDT(ctx, c, bal, rep); err != nil {
 				return err
 			}
 		}
+	}
+	if open["activate"] {
+		return nil
 	}
 	if err := s.takeBackEnergy(ctx, c, open, usdtLeft, rep); err != nil {
 		return err
@@ -425,6 +439,21 @@ func (s *Sweeper) sweepUSDT(ctx context.Context, c candidate, bal *big.Int, rep 
 		return err
 	}
 	return s.signStoreBroadcast(ctx, c.addr, "delegate", big.NewInt(sun), tx, tron.Intent{Contract: d}, pool, rep)
+}
+
+// activate has the energy pool create the deposit address's account (kind activate).
+func (s *Sweeper) activate(ctx context.Context, c candidate, rep *Report) error {
+	if s.o.EnergyPool == nil {
+		s.log.Warn("USDT to sweep from an address with no account on chain and no SWEEP_POOL_KEY to create it", "address", c.addr.String())
+		return nil
+	}
+	pool := *s.o.EnergyPool
+	a := &tron.AccountCreateContract{OwnerAddress: pool.Address(), AccountAddress: c.addr}
+	tx, err := s.o.Node.CreateAccount(ctx, a)
+	if err != nil {
+		return err
+	}
+	return s.signStoreBroadcast(ctx, c.addr, "activate", big.NewInt(1), tx, tron.Intent{Contract: a}, pool, rep)
 }
 
 // takeBackEnergy undelegates the pool's energy once the USDT it was lent for has moved.

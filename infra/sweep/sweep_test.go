@@ -180,3 +180,93 @@ func TestSweepMovesUSDTWithPoolEnergyThenTRX(t *testing.T) {
 		t.Errorf("invariants: %v %v", v, err)
 	}
 }
+
+// A deposit address that only ever received USDT has no account on chain (a TRC-20
+// transfer creates none, as on java-tron): the sweeper's pool creates it first, then lends
+// it energy, moves the USDT and takes the energy back.
+func TestSweepActivatesAUSDTOnlyAddress(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	seed := sha256.Sum256([]byte("sweep test pool"))
+	pool := tron.PrivateKeyFromBytes(seed[:])
+	treasurySeed := sha256.Sum256([]byte("sweep test treasury"))
+	treasury := tron.PrivateKeyFromBytes(treasurySeed[:]).Address()
+	sim, err := tronsim.New(tronsim.Options{Network: network.Nile, Genesis: []tronsim.GenesisAccount{
+		{Address: pool.Address(), BalanceSun: 1_000_000_000, StakeEnergySun: 1_000_000_000_000},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(func() { srv.Close(); _ = sim.Close() })
+	node := simHTTP{t: t, url: srv.URL}
+
+	store, _ := accounts.New(db.Pool, accounts.Options{})
+	owner, _ := tron.GenerateKey()
+	acc, _, err := store.CreateOrGetByOwner(ctx, network.Nile, owner.Address(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := deposits.NewDeriver(deposits.DevSeedHex)
+	deps, _ := deposits.NewStore(db.Pool, deposits.Options{Deriver: d, USDTContract: sim.USDTContract().String()})
+	addr, err := deps.Current(ctx, acc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.post("/sim/trx/transfer", map[string]any{"to": treasury.String(), "amount_sun": 1_000_000}, nil)
+	var r struct{ TxID string }
+	node.post("/sim/usdt/transfer", map[string]any{"to": addr.String(), "amount": 7_000_000}, &r)
+	node.mine()
+	if got, err := tron.NewClient(srv.URL).GetAccount(ctx, addr); err != nil || got.Exists() {
+		t.Fatalf("a USDT-only address has an account on chain: %+v %v", got, err)
+	}
+	l, _ := ledgerstore.New(db.Pool, ledgerstore.Options{Network: network.Nile})
+	id := events.NewID("dep")
+	err = pgx.BeginFunc(ctx, db.Pool, func(q pgx.Tx) error {
+		if _, err := q.Exec(ctx, `INSERT INTO deposits (id, tx_hash, log_index, fact_id, block_num, block_id, block_time, account_id,
+			address, sender, asset, amount, status) VALUES ($1, $2, 0, $3, 1, $4, now(), $5, $6, $7, 'USDT', 7000000, 'pending')`,
+			id, r.TxID, "cf_"+r.TxID[:32], r.TxID, acc.ID, addr.String(), sim.FaucetAddress().String()); err != nil {
+			return err
+		}
+		return l.CreditDeposit(ctx, q, ledgerstore.DepositCredit{ID: id, FactID: "cf_" + r.TxID[:32], AccountID: acc.ID,
+			TxHash: r.TxID, Sender: sim.FaucetAddress().String(), BlockNum: 1, Asset: "USDT", Amount: big.NewInt(7_000_000),
+			Rate: ledgerstore.Rate{SunPerUSDT: 3_000_000, Source: "fixed_env"}, SpreadBps: 50, Actor: "test"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	keys, _ := sweep.NewKeys(deposits.DevSeedHex)
+	sw, err := sweep.New(sweep.Options{Pool: db.Pool, Node: tron.NewClient(srv.URL), Keys: keys, Treasury: treasury,
+		USDTContract: sim.USDTContract(), EnergyPool: &pool, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(want map[string]int) {
+		t.Helper()
+		rep, err := sw.RunOnce(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(rep.Signed) != fmt.Sprint(want) {
+			t.Fatalf("run signed %v, want %v (report %+v)", rep.Signed, want, rep)
+		}
+	}
+	step(map[string]int{"activate": 1})
+	node.mine()
+	step(map[string]int{"delegate": 1})
+	node.mine()
+	step(map[string]int{"usdt": 1})
+	node.mine()
+	step(map[string]int{"undelegate": 1})
+	node.mine()
+	step(map[string]int{})
+	if tv := node.account(treasury); tv.USDT != 7_000_000 {
+		t.Errorf("treasury holds %d USDT units, want 7000000", tv.USDT)
+	}
+	var failed int
+	_ = db.Pool.QueryRow(ctx, `SELECT count(*) FROM sweeps WHERE status <> 'confirmed'`).Scan(&failed)
+	if failed != 0 {
+		t.Errorf("%d sweep rows not confirmed", failed)
+	}
+}

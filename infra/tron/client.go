@@ -78,11 +78,7 @@ func (e *NodeError) Error() string {
 // Temporary reports codes after which the same signed transaction may be broadcast again
 // (the node was busy or poorly connected), as opposed to a transaction that is wrong.
 func (e *NodeError) Temporary() bool {
-	switch e.Code {
-	case CodeServerBusy, CodeNoConnection, CodeNotEnoughConn:
-		return true
-	}
-	return false
+	return e.Code != "" && classifyCode(e.Code, e.Message) == Temporary
 }
 
 // Client talks to a java-tron full node's HTTP API (/wallet/*), or to the simulator that
@@ -130,13 +126,18 @@ const maxBody = 256 << 20
 // post sends body to /wallet/<endpoint> and returns the raw JSON answer after mapping
 // transport failures and {"Error": ...} bodies.
 func (c *Client) post(ctx context.Context, endpoint string, body any) ([]byte, error) {
+	return c.postAt(ctx, "/wallet/", endpoint, body)
+}
+
+// postAt is post under another API root (/walletsolidity/ serves the solidified view).
+func (c *Client) postAt(ctx context.Context, root, endpoint string, body any) ([]byte, error) {
 	reqBody, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("tron: %s: encode request: %w", endpoint, err)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(callCtx, http.MethodPost, c.base+"/wallet/"+endpoint, bytes.NewReader(reqBody))
+	req, err := http.NewRequestWithContext(callCtx, http.MethodPost, c.base+root+endpoint, bytes.NewReader(reqBody))
 	if err != nil {
 		return nil, fmt.Errorf("tron: %s: %w", endpoint, err)
 	}
@@ -211,6 +212,23 @@ func (c *Client) GetNowBlock(ctx context.Context) (*Block, error) {
 	}
 	if b.BlockID == "" {
 		return nil, fmt.Errorf("tron: getnowblock: %w", ErrNotFound)
+	}
+	return &b, nil
+}
+
+// GetSolidBlock returns the newest solidified block (/walletsolidity/getnowblock): the
+// deepest block the network can no longer reverse.
+func (c *Client) GetSolidBlock(ctx context.Context) (*Block, error) {
+	data, err := c.postAt(ctx, "/walletsolidity/", "getnowblock", visibleOnly{true})
+	if err != nil {
+		return nil, err
+	}
+	var b Block
+	if err := json.Unmarshal(data, &b); err != nil {
+		return nil, fmt.Errorf("tron: walletsolidity/getnowblock: decode answer: %w", err)
+	}
+	if b.BlockID == "" {
+		return nil, fmt.Errorf("tron: walletsolidity/getnowblock: %w", ErrNotFound)
 	}
 	return &b, nil
 }

@@ -140,6 +140,17 @@ const (
 	// FaultSlowConfirm holds the next accepted transactions (broadcast or /sim) back for
 	// SlowConfirmBlocks extra blocks.
 	FaultSlowConfirm FaultKind = "slow_confirm"
+	// The broadcast answers of java-tron's Wallet.broadcastTransaction that come before the
+	// transaction reaches the pending pool (it is not taken): BLOCK_UNSOLIDIFIED,
+	// NO_CONNECTION, NOT_ENOUGH_EFFECTIVE_CONNECTION and SERVER_BUSY.
+	FaultBlockUnsolidified FaultKind = "block_unsolidified"
+	FaultNoConnection      FaultKind = "no_connection"
+	FaultNotEnoughConn     FaultKind = "not_enough_connection"
+	FaultServerBusy        FaultKind = "server_busy"
+	// FaultP2PFailed takes the transaction (it lands) but answers
+	// NOT_ENOUGH_EFFECTIVE_CONNECTION "P2P broadcast failed.", as java-tron does when no
+	// peer took a transaction it pushed.
+	FaultP2PFailed FaultKind = "p2p_failed"
 )
 
 // Faults are the remaining counts of each fault.
@@ -149,6 +160,11 @@ type Faults struct {
 	NodeDown          int64 `json:"node_down"`
 	SlowConfirm       int64 `json:"slow_confirm"`
 	SlowConfirmBlocks int64 `json:"slow_confirm_blocks"`
+	BlockUnsolidified int64 `json:"block_unsolidified"`
+	NoConnection      int64 `json:"no_connection"`
+	NotEnoughConn     int64 `json:"not_enough_connection"`
+	ServerBusy        int64 `json:"server_busy"`
+	P2PFailed         int64 `json:"p2p_failed"`
 }
 
 func (f *Faults) counter(k FaultKind) *int64 {
@@ -161,6 +177,16 @@ func (f *Faults) counter(k FaultKind) *int64 {
 		return &f.NodeDown
 	case FaultSlowConfirm:
 		return &f.SlowConfirm
+	case FaultBlockUnsolidified:
+		return &f.BlockUnsolidified
+	case FaultNoConnection:
+		return &f.NoConnection
+	case FaultNotEnoughConn:
+		return &f.NotEnoughConn
+	case FaultServerBusy:
+		return &f.ServerBusy
+	case FaultP2PFailed:
+		return &f.P2PFailed
 	}
 	return nil
 }
@@ -422,7 +448,7 @@ func (s *Sim) InjectFault(kind FaultKind, count, blocks int64) (Faults, error) {
 	defer s.mu.Unlock()
 	c := s.faults.counter(kind)
 	if c == nil {
-		return s.faults, fmt.Errorf("unknown fault kind %q (want reject_delegation, drop_tx, node_down or slow_confirm)", kind)
+		return s.faults, fmt.Errorf("unknown fault kind %q (want reject_delegation, drop_tx, node_down, slow_confirm, block_unsolidified, no_connection, not_enough_connection, server_busy or p2p_failed)", kind)
 	}
 	if count < 0 {
 		return s.faults, errors.New("count must not be negative")
@@ -474,6 +500,19 @@ func (s *Sim) submitLocked(rec *txRecord, fromBroadcast bool) error {
 	if s.closed {
 		return &submitError{codeOther, "Error: node is closed"}
 	}
+	if fromBroadcast {
+		// Wallet.broadcastTransaction's answers before the push, in its order.
+		switch {
+		case s.faults.take(FaultBlockUnsolidified):
+			return &submitError{"BLOCK_UNSOLIDIFIED", "Block unsolidified."}
+		case s.faults.take(FaultNoConnection):
+			return &submitError{"NO_CONNECTION", "No connection."}
+		case s.faults.take(FaultNotEnoughConn):
+			return &submitError{"NOT_ENOUGH_EFFECTIVE_CONNECTION", "Effective connection:0 lt minEffectiveConnection:1"}
+		case s.faults.take(FaultServerBusy):
+			return &submitError{"SERVER_BUSY", "Server busy."}
+		}
+	}
 	// java-tron's Manager.processTransaction order: TaPoS, expiration, then duplicates. A
 	// landed transaction broadcast again after its expiration is therefore refused as
 	// expired, not as a duplicate.
@@ -514,9 +553,13 @@ func (s *Sim) submitLocked(rec *txRecord, fromBroadcast bool) error {
 		return nil
 	}
 	if _, err := s.pendLocked().execute(ctx, rec.Data.Contract, rec.netBytes()); err != nil {
+		if _, ok := err.(bandwidthError); ok {
+			return &submitError{"BANDWITH_ERROR", err.Error()}
+		}
 		return &submitError{codeValidate, "Contract validate error : " + err.Error()}
 	}
 	s.known[rec.ID] = rec
+	p2pFailed := fromBroadcast && s.faults.take(FaultP2PFailed)
 	if s.faults.take(FaultSlowConfirm) {
 		s.held = append(s.held, heldTx{Rec: rec, Release: head.Num + 1 + s.faults.SlowConfirmBlocks})
 	} else {
@@ -526,6 +569,10 @@ func (s *Sim) submitLocked(rec *txRecord, fromBroadcast bool) error {
 		if err := s.store.saveState(s); err != nil {
 			s.log.Error("tronsim could not save state", "err", err)
 		}
+	}
+	if p2pFailed {
+		// Pushed (it will land), then no peer took it.
+		return &submitError{"NOT_ENOUGH_EFFECTIVE_CONNECTION", "P2P broadcast failed."}
 	}
 	return nil
 }

@@ -55,10 +55,13 @@ func TestDeepReserveRentDelegatesUntilTheRentalEnds(t *testing.T) {
 
 	// Underpaid: reverts, the renter pays the call's energy only, nothing is delegated.
 	balance := h.account(renter.Address()).BalanceSun
-	if info := rent(price - 1); info.Receipt.Result != "REVERT" {
-		t.Fatalf("underpaid rent: %+v", info.Receipt)
+	// The renter has no staked bandwidth: the daily free allowance pays the first call's
+	// bytes, TRX the second's (BandwidthProcessor), reported as the receipt's net_fee.
+	under := rent(price - 1)
+	if under.Receipt.Result != "REVERT" {
+		t.Fatalf("underpaid rent: %+v", under.Receipt)
 	}
-	if got := h.account(renter.Address()).BalanceSun; balance-got != DeepRentEnergy*100 {
+	if got := h.account(renter.Address()).BalanceSun; balance-got != DeepRentEnergy*100+under.Receipt.NetFee {
 		t.Fatalf("underpaid rent cost %d, want the call's energy %d", balance-got, DeepRentEnergy*100)
 	}
 	if got := h.account(receiver); got.EnergyLimit != 0 || available() != before {
@@ -70,8 +73,11 @@ func TestDeepReserveRentDelegatesUntilTheRentalEnds(t *testing.T) {
 	if info.Receipt.Result != "SUCCESS" {
 		t.Fatalf("rent: %+v", info.Receipt)
 	}
-	if got := h.account(renter.Address()).BalanceSun; balance-got != price+DeepRentEnergy*100 {
-		t.Fatalf("rent cost %d, want the price %d and the call's energy", balance-got, price)
+	if info.Receipt.NetFee == 0 || info.Receipt.NetUsage != 0 {
+		t.Fatalf("second call of the day: bandwidth %d from the allowance, %d SUN burned; want it burned", info.Receipt.NetUsage, info.Receipt.NetFee)
+	}
+	if got := h.account(renter.Address()).BalanceSun; balance-got != price+DeepRentEnergy*100+info.Receipt.NetFee {
+		t.Fatalf("rent cost %d, want the price %d, the call's energy and its bandwidth", balance-got, price)
 	}
 	r := h.account(receiver)
 	if r.EnergyLimit < amount {

@@ -80,6 +80,83 @@ func (r execResult) failed() bool { return r.ContractRet != "SUCCESS" }
 // valid, applies it. A *validateError leaves s untouched. netBytes is the transaction's
 // bandwidth size, reported in the receipt (bandwidth is not charged).
 func (s *state) execute(ctx execCtx, c tron.Contract, netBytes int64) (execResult, error) {
+	owner := c.Owner()
+	before, had := s.Accounts[owner]
+	charged := false
+	var net bandwidthCharge
+	if netBytes > 0 && had && !s.createsAccount(c) {
+		// BandwidthProcessor.consume runs before the contract; an account-creating
+		// contract pays CreateAccountFee instead (its actuator path, below).
+		var err error
+		if net, err = s.chargeBandwidth(ctx, owner, netBytes); err != nil {
+			return execResult{}, err
+		}
+		charged = true
+	}
+	res, err := s.executeContract(ctx, c, netBytes)
+	if err != nil {
+		if charged {
+			s.Accounts[owner] = before
+		}
+		return res, err
+	}
+	if charged {
+		res.NetUsage, res.NetFee = net.fromStakeOrFree, net.burned
+		res.Fee += net.burned
+	}
+	return res, nil
+}
+
+// bandwidthError is BandwidthProcessor's AccountResourceInsufficientException, which
+// broadcast answers as BANDWITH_ERROR.
+type bandwidthError struct{}
+
+func (bandwidthError) Error() string { return "Account resource insufficient error." }
+
+type bandwidthCharge struct{ fromStakeOrFree, burned int64 }
+
+// createsAccount reports the contracts whose bandwidth java-tron charges through
+// consumeForCreateNewAccount (the simulator burns CreateAccountFee for them).
+func (s *state) createsAccount(c tron.Contract) bool {
+	switch c := c.(type) {
+	case *tron.AccountCreateContract:
+		return true
+	case *tron.TransferContract:
+		_, exists := s.Accounts[c.ToAddress]
+		return !exists
+	}
+	return false
+}
+
+// chargeBandwidth is BandwidthProcessor.consume in java-tron's order: the owner's staked
+// bandwidth (useAccountNet), then the daily free allowance (useFreeNet), then TRX burned
+// at TransactionFee per byte (useTransactionFee); else AccountResourceInsufficient.
+// Usage recovers linearly over the 24 h window.
+func (s *state) chargeBandwidth(ctx execCtx, owner tron.Address, bytes int64) (bandwidthCharge, error) {
+	a := s.Accounts[owner]
+	r := s.totals(ctx.p, ctx.num)
+	used := usageAt(a.NetUsage, a.NetTime, ctx.now)
+	if bytes <= netLimit(a, r)-used {
+		a.NetUsage, a.NetTime = used+bytes, ctx.now
+		s.Accounts[owner] = a
+		return bandwidthCharge{fromStakeOrFree: bytes}, nil
+	}
+	freeUsed := usageAt(a.FreeNetUsage, a.FreeNetTime, ctx.now)
+	if bytes <= ctx.p.FreeNetLimit-freeUsed {
+		a.FreeNetUsage, a.FreeNetTime = freeUsed+bytes, ctx.now
+		s.Accounts[owner] = a
+		return bandwidthCharge{fromStakeOrFree: bytes}, nil
+	}
+	fee := bytes * ctx.p.TransactionFee
+	if a.Balance >= fee {
+		a.Balance -= fee
+		s.Accounts[owner] = a
+		return bandwidthCharge{burned: fee}, nil
+	}
+	return bandwidthCharge{}, bandwidthError{}
+}
+
+func (s *state) executeContract(ctx execCtx, c tron.Contract, netBytes int64) (execResult, error) {
 	switch c := c.(type) {
 	case *tron.TransferContract:
 		return s.execTransfer(ctx, c, netBytes)
@@ -291,12 +368,13 @@ func (s *state) unlockExpired(from, to tron.Address, now int64) {
 		unlocked = delegation{From: from, To: to}
 	}
 	moved := false
-	if locked.Energy > 0 && locked.ExpireEnergy <= now {
+	// DelegatedResourceStore.unLockExpireResource: a lock ends once expire < now.
+	if locked.Energy > 0 && locked.ExpireEnergy < now {
 		unlocked.Energy += locked.Energy
 		locked.Energy, locked.ExpireEnergy = 0, 0
 		moved = true
 	}
-	if locked.Bandwidth > 0 && locked.ExpireBandwidth <= now {
+	if locked.Bandwidth > 0 && locked.ExpireBandwidth < now {
 		unlocked.Bandwidth += locked.Bandwidth
 		locked.Bandwidth, locked.ExpireBandwidth = 0, 0
 		moved = true
@@ -339,7 +417,7 @@ func (s *state) execUndelegate(ctx execCtx, c *tron.UnDelegateResourceContract, 
 	switch c.Resource {
 	case tron.Bandwidth:
 		avail = unlocked.Bandwidth
-		if hasLocked && locked.ExpireBandwidth <= ctx.now {
+		if hasLocked && locked.ExpireBandwidth < ctx.now { // UnDelegateResourceActuator: expire < now
 			avail += locked.Bandwidth
 		}
 		if avail < c.Balance {
@@ -347,7 +425,7 @@ func (s *state) execUndelegate(ctx execCtx, c *tron.UnDelegateResourceContract, 
 		}
 	case tron.Energy:
 		avail = unlocked.Energy
-		if hasLocked && locked.ExpireEnergy <= ctx.now {
+		if hasLocked && locked.ExpireEnergy < ctx.now {
 			avail += locked.Energy
 		}
 		if avail < c.Balance {

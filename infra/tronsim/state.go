@@ -37,6 +37,12 @@ type account struct {
 	// linearly over 24 h like java-tron's window.
 	EnergyUsage int64 `json:"energy_usage,omitempty"`
 	EnergyTime  int64 `json:"energy_time,omitempty"`
+	// NetUsage and FreeNetUsage are staked and free bandwidth consumed as of their times
+	// (chain ms), recovering over 24 h like EnergyUsage.
+	NetUsage     int64 `json:"net_usage,omitempty"`
+	NetTime      int64 `json:"net_time,omitempty"`
+	FreeNetUsage int64 `json:"free_net_usage,omitempty"`
+	FreeNetTime  int64 `json:"free_net_time,omitempty"`
 }
 
 // delegKey identifies a delegation record. java-tron keeps a locked and an unlocked record

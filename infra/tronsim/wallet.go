@@ -257,6 +257,10 @@ func (s *Sim) getBlockByLimitNext(r *walletReq) (any, error) {
 		bs = append(bs, s.blocks[n])
 	}
 	s.mu.RUnlock()
+	if len(bs) == 0 {
+		// GetBlockByLimitNextServlet prints the (empty, non-null) BlockList.
+		return rawJSON(`{"block":[]}`), nil
+	}
 	return s.blockList(bs, r.visible), nil
 }
 
@@ -424,7 +428,7 @@ func (s *Sim) broadcastTransaction(r *walletReq) (any, error) {
 		if !errors.As(err, &se) {
 			se = &submitError{codeOther, "Error: " + err.Error()}
 		}
-		return broadcastReply{Result: false, Code: se.Code, Message: hex.EncodeToString([]byte(se.Msg)), TxID: rec.ID}, nil
+		return broadcastReply{Result: false, Code: se.Code, Message: returnMessage(se.Msg, r.visible), TxID: rec.ID}, nil
 	}
 	return broadcastReply{Result: true, TxID: rec.ID}, nil
 }
@@ -508,6 +512,8 @@ func (s *Sim) getAccountResource(r *walletReq) (any, error) {
 	tot := s.confirmed.totals(s.opts.Params, h.Num)
 	return tron.AccountResource{
 		FreeNetLimit:      s.opts.Params.FreeNetLimit,
+		FreeNetUsed:       usageAt(a.FreeNetUsage, a.FreeNetTime, h.Time),
+		NetUsed:           usageAt(a.NetUsage, a.NetTime, h.Time),
 		NetLimit:          netLimit(a, tot),
 		TotalNetLimit:     tot.TotalNetLimit,
 		TotalNetWeight:    tot.TotalNetWeight,
@@ -655,6 +661,24 @@ func (s *Sim) build(c tron.Contract, feeLimit int64, visible bool) (*tron.Transa
 	return tron.NewTransaction(r, visible)
 }
 
+// buildTrigger is Wallet.triggerContract for a non-constant call: the contract must exist,
+// and the transaction is returned without running it (a call that would revert is built,
+// lands as REVERT and burns its fee). Only the owner account is checked, as
+// createTransactionCapsule does for every contract.
+func (s *Sim) buildTrigger(c *tron.TriggerSmartContract, feeLimit int64, visible bool) (*tron.Transaction, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if c.ContractAddress != s.opts.USDTContract && c.ContractAddress != DeepReserveContract() {
+		return nil, validateErr("No contract or not a valid smart contract")
+	}
+	if _, ok := s.viewLocked().Accounts[c.OwnerAddress]; !ok || c.OwnerAddress.IsZero() {
+		return nil, validateErr("Validate InternalTransfer error, no OwnerAccount.")
+	}
+	r := &tron.RawData{Contract: c, FeeLimit: feeLimit}
+	s.refBlockLocked(r)
+	return tron.NewTransaction(r, visible)
+}
+
 func (s *Sim) createTransaction(r *walletReq) (any, error) {
 	var q tron.CreateTransactionRequest
 	if err := r.decode(&q); err != nil {
@@ -779,8 +803,17 @@ type extention struct {
 	Transaction    *tron.Transaction `json:"transaction,omitempty"`
 }
 
-func extError(code, msg string) extention {
-	return extention{Result: tron.Return{Code: code, Message: hex.EncodeToString([]byte(msg))}}
+func extError(code, msg string, visible bool) extention {
+	return extention{Result: tron.Return{Code: code, Message: returnMessage(msg, visible)}}
+}
+
+// returnMessage renders api.Return.message (bytes): java-tron's JsonFormat prints bytes as
+// text under visible=true and as hex otherwise.
+func returnMessage(msg string, visible bool) string {
+	if visible {
+		return msg
+	}
+	return hex.EncodeToString([]byte(msg))
 }
 
 func (s *Sim) triggerSmartContract(r *walletReq) (any, error) {
@@ -792,11 +825,11 @@ func (s *Sim) triggerSmartContract(r *walletReq) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx, err := s.build(c, q.FeeLimit, r.visible)
+	tx, err := s.buildTrigger(c, q.FeeLimit, r.visible)
 	if err != nil {
 		var ne *nodeErr
 		if errors.As(err, &ne) {
-			return extError(codeValidate, ne.msg), nil
+			return extError(codeValidate, ne.msg, r.visible), nil
 		}
 		return nil, err
 	}
@@ -818,9 +851,20 @@ func (s *Sim) constant(q *tron.TriggerSmartContractRequest, visible bool) (exten
 	case s.opts.USDTContract:
 		out, energy, ok = s.viewLocked().constantCall(c.OwnerAddress, c.Data)
 	case DeepReserveContract(): // deep.go
+		if len(c.Data) >= 4 && bytes.Equal(c.Data[:4], SelDeepRent) {
+			// A constant call of rent runs it on a scratch copy of the pending state.
+			ctx := s.ctxFor(s.head().Num + 1)
+			ctx.feeLimit = s.opts.Params.MaxFeeLimit
+			res, err := s.viewLocked().clone().execute(ctx, c, 0)
+			if err != nil {
+				return extError(codeValidate, err.Error(), visible), nil
+			}
+			out, energy, ok = res.ContractResult, res.EnergyTotal, res.ContractRet == "SUCCESS"
+			break
+		}
 		out, energy, ok = s.deepCallLocked(c.Data)
 	default:
-		return extError(codeValidate, "Smart contract is not exist."), nil
+		return extError(codeValidate, "Smart contract is not exist.", visible), nil
 	}
 	r := &tron.RawData{Contract: c, FeeLimit: q.FeeLimit}
 	s.refBlockLocked(r)
@@ -831,7 +875,7 @@ func (s *Sim) constant(q *tron.TriggerSmartContractRequest, visible bool) (exten
 	ext := extention{Result: tron.Return{Result: true}, EnergyUsed: energy, Transaction: tx,
 		ConstantResult: []string{hex.EncodeToString(out)}}
 	if !ok {
-		ext.Result.Message = hex.EncodeToString([]byte("REVERT opcode executed"))
+		ext.Result.Message = returnMessage("REVERT opcode executed", visible)
 		tx.Ret = []tron.TransactionResult{{Ret: "FAILED", ContractRet: "REVERT"}}
 	} else {
 		tx.Ret = []tron.TransactionResult{{ContractRet: "SUCCESS"}}
@@ -858,7 +902,7 @@ func (s *Sim) estimateEnergy(r *walletReq) (any, error) {
 		return ext, err
 	}
 	if ext.Result.Message != "" {
-		return extError("CONTRACT_EXE_ERROR", "REVERT opcode executed"), nil
+		return extError("CONTRACT_EXE_ERROR", "REVERT opcode executed", r.visible), nil
 	}
 	return extention{Result: tron.Return{Result: true}, EnergyRequired: ext.EnergyUsed}, nil
 }

@@ -76,3 +76,39 @@ func (c *chainCache) delegatable(ctx context.Context, node Node, pool tron.Addre
 	c.mu.Unlock()
 	return sun, now, nil
 }
+
+// lockCap is the chain's getMaxDelegateLockPeriod (blocks), which a proposal can raise:
+// read at start (Run) and again when older than lockCapTTL; the network's documented
+// value stands in until the node has answered.
+type lockCap struct {
+	mu     sync.Mutex
+	blocks int64
+	at     time.Time
+}
+
+const lockCapTTL = 10 * time.Minute
+
+func newLockCap(def int64) *lockCap { return &lockCap{blocks: def} }
+
+// get returns the cap, refreshing it from the node when stale; a node that does not answer
+// leaves the last value in place.
+func (l *lockCap) get(ctx context.Context, node Node, now time.Time) int64 {
+	l.mu.Lock()
+	fresh := !l.at.IsZero() && now.Sub(l.at) < lockCapTTL
+	v := l.blocks
+	l.mu.Unlock()
+	if fresh {
+		return v
+	}
+	p, err := node.GetChainParameters(ctx)
+	if err != nil {
+		return v
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n, ok := p.Get("getMaxDelegateLockPeriod"); ok && n > 0 {
+		l.blocks = n
+	}
+	l.at = now
+	return l.blocks
+}

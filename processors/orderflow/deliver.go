@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -48,6 +49,10 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *lo
 				return f.o.Node.CreateAccount(ctx, c)
 			})
 			if err != nil {
+				if f.buildGivesUp(o, err) {
+					f.log.Info("activation refused at build", "order", o.ID, "err", err)
+					return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "the node refused to activate the receiver")
+				}
 				return false, nil, err
 			}
 		}
@@ -126,10 +131,10 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *lo
 			}
 			j, err = f.sign(ctx, tx, o, orderstore.PurposeDelegate, fl.Seq, attempt, intent, build)
 			if err != nil {
-				var ne *tron.NodeError
-				if errors.As(err, &ne) && ne.Code != "" {
-					// The node refused to build it (the pool changed under us): this
-					// part cannot be delivered.
+				if f.buildGivesUp(o, err) {
+					// The node refused to build it (the pool changed under us, the
+					// receiver cannot take it): this part cannot be delivered, and is
+					// refunded when the order settles.
 					f.log.Info("delegation refused at build", "order", o.ID, "fill", fl.Seq, "err", err)
 					if err := orderstore.SetFillState(ctx, tx, o.ID, fl.Seq, orderstore.FillFailed); err != nil {
 						return false, nil, err
@@ -193,9 +198,24 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *lo
 // errUndeliverable marks a fill that can never be delegated as ordered.
 var errUndeliverable = errors.New("undeliverable")
 
+// buildGivesUp reports whether a failed build ends the attempt: a refusal (tron.Refused:
+// the same request is refused again) at once, an answer the service does not recognise
+// once the order is older than BuildRetryFor. Temporary answers are retried.
+func (f *Flow) buildGivesUp(o orderstore.Row, err error) bool {
+	switch tron.Classify(err) {
+	case tron.Refused:
+		return true
+	case tron.Temporary:
+		return false
+	}
+	return f.o.Now().Sub(time.Time(o.CreatedAt)) > f.o.BuildRetryFor
+}
+
 // delegation is the transaction that delivers a fill: a delegation from one of our pools
-// locked for the tier, or a rent call of the deep reserve paid by the first pool (the
-// contract delegates from its own address, locked for the tier, and takes it back itself).
+// locked as the lock policy says, or a rent call of the deep reserve paid by the first pool
+// (the contract delegates from its own address, locked for the tier, and takes it back
+// itself). The rent call is run as a constant call first: the node builds a non-constant
+// call without running it, so one that would revert would land as REVERT and burn its fee.
 func (f *Flow) delegation(ctx context.Context, o orderstore.Row, fl orderstore.Fill, receiver tron.Address) (tron.Intent,
 	func(context.Context) (*tron.Transaction, error), error) {
 	if fl.Source == orderstore.SourceDeep {
@@ -210,18 +230,80 @@ func (f *Flow) delegation(ctx context.Context, o orderstore.Row, fl orderstore.F
 		c := &tron.TriggerSmartContract{OwnerAddress: f.o.Pools[0].Address(), ContractAddress: f.o.Deep.Contract(),
 			CallValue: price, Data: f.o.Deep.RentCall(receiver, fl.Amount, secs)}
 		return tron.Intent{Contract: c, FeeLimit: f.o.DeepFeeLimit}, func(ctx context.Context) (*tron.Transaction, error) {
+			if err := preflight(ctx, f.o.Node, c); err != nil {
+				return nil, err
+			}
 			return f.o.Node.TriggerSmartContract(ctx, c, f.o.DeepFeeLimit)
 		}, nil
 	}
-	lock, err := orders.LockPeriodBlocks(*o.DurationSeconds, f.lockCap)
+	lock, period, err := f.lockFor(ctx, o, fl, receiver)
 	if err != nil {
-		return tron.Intent{}, nil, fmt.Errorf("%w: %v", errUndeliverable, err)
+		return tron.Intent{}, nil, err
 	}
 	c := &tron.DelegateResourceContract{OwnerAddress: fl.Pool, Resource: resourceCode(o.Resource), Balance: fl.BalanceSun,
-		ReceiverAddress: receiver, Lock: true, LockPeriod: lock}
+		ReceiverAddress: receiver, Lock: lock, LockPeriod: period}
 	return tron.Intent{Contract: c}, func(ctx context.Context) (*tron.Transaction, error) {
 		return f.o.Node.DelegateResource(ctx, c)
 	}, nil
+}
+
+// lockFor applies the lock policy to one fill. Under LockTier the delegation is locked for
+// the tier (capped by the chain's getMaxDelegateLockPeriod) only when the pool's record
+// for this receiver holds no live lock of the resource: java-tron keeps one locked record
+// per (owner, receiver), and a second lock would reset it (TIP-542) or be refused as
+// shorter than the remaining one.
+func (f *Flow) lockFor(ctx context.Context, o orderstore.Row, fl orderstore.Fill, receiver tron.Address) (bool, int64, error) {
+	if f.o.LockPolicy != LockTier {
+		return false, 0, nil
+	}
+	ds, err := f.o.Node.GetDelegatedResourceV2(ctx, fl.Pool, receiver)
+	if err != nil {
+		return false, 0, fmt.Errorf("read the receiver's delegations: %w", err)
+	}
+	if until := lockedUntil(ds, o.Resource); until > 0 {
+		head, err := f.headTime(ctx)
+		if err != nil {
+			return false, 0, err
+		}
+		if until >= head { // java-tron: a lock holds while !(expire < now)
+			return false, 0, nil
+		}
+	}
+	period, err := orders.LockPeriodBlocks(*o.DurationSeconds, f.lockCap.get(ctx, f.o.Node, f.o.Now()))
+	if err != nil {
+		return false, 0, fmt.Errorf("%w: %v", errUndeliverable, err)
+	}
+	return true, period, nil
+}
+
+// lockedUntil is the expiry (unix ms) of the locked delegation of resource among ds, 0 when
+// there is none.
+func lockedUntil(ds []tron.DelegatedResource, r orders.Resource) int64 {
+	var until int64
+	for _, d := range ds {
+		e, bal := d.ExpireTimeForEnergy, d.FrozenBalanceForEnergy
+		if r == orders.Bandwidth {
+			e, bal = d.ExpireTimeForBandwidth, d.FrozenBalanceForBandwidth
+		}
+		if bal > 0 && e > until {
+			until = e
+		}
+	}
+	return until
+}
+
+// preflight runs a contract call as a constant call and refuses it when it would revert.
+func preflight(ctx context.Context, node Node, c *tron.TriggerSmartContract) error {
+	ext, err := node.TriggerConstantContract(ctx, c)
+	if err != nil {
+		return err
+	}
+	if ext.Transaction != nil && len(ext.Transaction.Ret) > 0 && ext.Transaction.Ret[0].ContractRet != "" &&
+		ext.Transaction.Ret[0].ContractRet != "SUCCESS" {
+		return &tron.NodeError{Endpoint: "triggerconstantcontract", Code: tron.CodeContractExe,
+			Message: ext.Transaction.Ret[0].ContractRet + ": " + ext.Result.MessageText()}
+	}
+	return nil
 }
 
 // maxDelegateAttempts bounds how often one fill's delegation is signed.

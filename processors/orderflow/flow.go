@@ -42,8 +42,36 @@ type Node interface {
 	BroadcastTransaction(ctx context.Context, tx *tron.Transaction) (*tron.BroadcastResult, error)
 	GetTransactionInfoByID(ctx context.Context, txid string) (*tron.TransactionInfo, error)
 	GetNowBlock(ctx context.Context) (*tron.Block, error)
+	GetSolidBlock(ctx context.Context) (*tron.Block, error)
 	GetTransactionByID(ctx context.Context, txid string) (*tron.Transaction, error)
 	TriggerSmartContract(ctx context.Context, t *tron.TriggerSmartContract, feeLimit int64) (*tron.Transaction, error)
+	TriggerConstantContract(ctx context.Context, t *tron.TriggerSmartContract) (*tron.TransactionExtention, error)
+	GetChainParameters(ctx context.Context) (*tron.ChainParameters, error)
+}
+
+// LockPolicy is how the own pools' delegations are locked (docs/order-processing.md,
+// "Lock policy", says what each costs the receiver).
+type LockPolicy string
+
+const (
+	// LockNone delegates unlocked: an undelegation is accepted in the next block, so a
+	// reclaim takes the resource back at once and orders on one receiver never collide.
+	LockNone LockPolicy = "none"
+	// LockTier locks a delegation for its tier when the chain shows no live lock from the
+	// pool to the receiver (getdelegatedresourcev2), and delegates unlocked otherwise, so
+	// a lock is never reset (TIP-542) or refused as shorter than the one already there.
+	LockTier LockPolicy = "tier"
+)
+
+// ParseLockPolicy reads DELEGATION_LOCK ("" is LockNone).
+func ParseLockPolicy(s string) (LockPolicy, error) {
+	switch LockPolicy(s) {
+	case "", LockNone:
+		return LockNone, nil
+	case LockTier:
+		return LockTier, nil
+	}
+	return "", fmt.Errorf("delegation lock policy %q: want none or tier", s)
 }
 
 // DeepReserve is the on-chain rental contract of the order book's deep class, the last
@@ -92,9 +120,15 @@ type Options struct {
 	Confirmations int
 	// RetryEvery paces retries of a step that waits on the chain or a node error (default 3 s).
 	RetryEvery time.Duration
-	Now        func() time.Time
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
+	// LockPolicy locks the pools' delegations (default LockNone).
+	LockPolicy LockPolicy
+	// BuildRetryFor bounds how long, from the order's creation, a build answer the
+	// service does not recognise (tron.Unknown) is retried before the fill fails
+	// (default 2 min). Refusals fail the fill at once; temporary answers retry.
+	BuildRetryFor time.Duration
+	Now           func() time.Time
+	Logger        *slog.Logger
+	Registerer    prometheus.Registerer
 }
 
 // Flow is the order processor's logic, shared by its consumers and its timer.
@@ -102,8 +136,8 @@ type Flow struct {
 	o       Options
 	log     *slog.Logger
 	byAddr  map[tron.Address]tron.PrivateKey
-	lockCap int64
 	chain   *chainCache
+	lockCap *lockCap
 
 	transitions *prometheus.CounterVec
 	stepErrors  prometheus.Counter
@@ -139,11 +173,20 @@ func New(o Options) (*Flow, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.LockPolicy == "" {
+		o.LockPolicy = LockNone
+	}
+	if _, err := ParseLockPolicy(string(o.LockPolicy)); err != nil {
+		return nil, fmt.Errorf("orderflow: %w", err)
+	}
+	if o.BuildRetryFor <= 0 {
+		o.BuildRetryFor = 2 * time.Minute
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	f := &Flow{o: o, log: o.Logger.With("stage", "orderflow"), byAddr: map[tron.Address]tron.PrivateKey{},
-		lockCap: o.Network.MaxLockPeriodBlocks(), chain: newChainCache(time.Second)}
+		lockCap: newLockCap(o.Network.MaxLockPeriodBlocks()), chain: newChainCache(time.Second)}
 	for _, k := range o.Pools {
 		f.byAddr[k.Address()] = k
 	}

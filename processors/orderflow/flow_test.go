@@ -205,7 +205,8 @@ func TestPartialDeliveryRefundsProRata(t *testing.T) {
 	e.invariants()
 }
 
-// A reclaim request ends the rental early once the chain allows the undelegation:
+// A reclaim request ends the rental early: the pools delegate unlocked (DELEGATION_LOCK
+// none), so the undelegation is in a block within 20 blocks of the request;
 // order.reclaimed, no refund.
 func TestReclaim(t *testing.T) {
 	e := newEnv(t)
@@ -215,13 +216,21 @@ func TestReclaim(t *testing.T) {
 	o := e.order(acc, orderSpec{resource: orders.Energy, amount: 65_000, tier: "5m", receiver: to})
 	e.waitStatus(acc, o.ID, 20*time.Second, orders.Active)
 	bal, _ := e.balance(acc)
+	asked := e.sim.Head().Number
 	requestReclaim(t, e, o.ID)
-	if _, err := e.sim.Mine(120); err != nil { // past the lock on the chain's clock
-		t.Fatal(err)
-	}
 	row := e.waitStatus(acc, o.ID, 30*time.Second, orders.Reclaimed)
 	if row.RefundedAmountSun != 0 {
 		t.Fatalf("reclaim refunded %d", row.RefundedAmountSun)
+	}
+	info, err := e.node.GetTransactionInfoByID(context.Background(), *row.ReclaimHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.BlockNumber-asked > 20 {
+		t.Fatalf("the undelegation landed in block %d, %d blocks after the reclaim (want within 20)", info.BlockNumber, info.BlockNumber-asked)
+	}
+	if d := e.delegated(to, orders.Energy); d != 0 {
+		t.Fatalf("%d SUN still delegated after the reclaim", d)
 	}
 	evs := e.events(o.ID)
 	if evs[len(evs)-1].Event != orders.EventReclaimed {

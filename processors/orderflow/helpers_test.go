@@ -58,6 +58,7 @@ type env struct {
 	ledger    *ledgerstore.Ledger
 	clock     *clock
 	pools     []tron.PrivateKey
+	lock      LockPolicy // the processor's DELEGATION_LOCK (default none)
 }
 
 func poolKey(i int) tron.PrivateKey {
@@ -114,7 +115,7 @@ func (e *env) startFlowReturning() *Flow {
 func (e *env) runFlow() (*Flow, func()) {
 	e.t.Helper()
 	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools, Providers: e.providers, Deep: e.deep,
-		LandGrace: 2 * time.Second, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Now: e.clock.Now, Logger: quiet(),
+		LandGrace: 2 * time.Second, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Now: e.clock.Now, Logger: quiet(), LockPolicy: e.lock,
 		Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		e.t.Fatal(err)

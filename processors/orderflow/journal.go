@@ -78,17 +78,23 @@ func (f *Flow) broadcastAll(js []orderstore.JournalEntry) action {
 	}
 }
 
-// broadcast sends one journaled transaction. The node's refusals settle it (dropped, with
-// the code); a duplicate means the network has it already, which is success.
+// broadcast sends one journaled transaction, as tron.ClassifyBroadcast sorts the answer:
+// accepted (including DUP_TRANSACTION_ERROR, and "P2P broadcast failed." which comes after
+// the node pushed it, so it may still land) is broadcast; a refusal settles it (dropped,
+// with the code); anything else (NO_CONNECTION, NOT_ENOUGH_EFFECTIVE_CONNECTION before the
+// push, BLOCK_UNSOLIDIFIED, SERVER_BUSY, OTHER_ERROR, no answer) leaves it signed and the
+// next step sends the same bytes again, until the node refuses them as expired.
 func (f *Flow) broadcast(ctx context.Context, j orderstore.JournalEntry) (state string, result *string, err error) {
 	_, err = f.o.Node.BroadcastTransaction(ctx, &j.Tx)
 	var ne *tron.NodeError
-	switch {
-	case err == nil:
+	switch tron.ClassifyBroadcast(err) {
+	case tron.BroadcastAccepted:
+		if err != nil {
+			f.log.Info("broadcast answered with an error after the node took the transaction", "txid", j.TxID, "err", err)
+		}
 		return orderstore.JournalBroadcast, nil, nil
-	case errors.As(err, &ne) && ne.Code == "DUP_TRANSACTION_ERROR":
-		return orderstore.JournalBroadcast, nil, nil
-	case errors.As(err, &ne) && ne.Code != "" && ne.Code != "SERVER_BUSY" && ne.Code != "OTHER_ERROR":
+	case tron.BroadcastRefused:
+		errors.As(err, &ne)
 		r := ne.Code + ": " + ne.Message
 		f.log.Info("transaction refused by the node", "txid", j.TxID, "purpose", j.Purpose, "code", ne.Code, "message", ne.Message)
 		return orderstore.JournalDropped, &r, nil

@@ -59,7 +59,8 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 	if err != nil {
 		return err
 	}
-	f.log.Info("order processor up", "pools", len(f.o.Pools), "group", ro.Group)
+	cap := f.lockCap.get(ctx, f.o.Node, f.o.Now())
+	f.log.Info("order processor up", "pools", len(f.o.Pools), "group", ro.Group, "lock_policy", f.o.LockPolicy, "max_lock_blocks", cap)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return intents.Run(gctx) })
 	g.Go(func() error { return facts.Run(gctx) })

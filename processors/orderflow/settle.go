@@ -185,13 +185,21 @@ func (f *Flow) landedOrDropped(ctx context.Context, tx pgx.Tx, o orderstore.Row,
 }
 
 // settleFromNode records a transaction's block result from the node when its block is at
-// least Confirmations deep; otherwise j is returned unchanged.
+// least Confirmations deep and solidified; otherwise j is returned unchanged.
 func (f *Flow) settleFromNode(ctx context.Context, tx pgx.Tx, j orderstore.JournalEntry, info *tron.TransactionInfo) (orderstore.JournalEntry, error) {
 	head, err := f.o.Node.GetNowBlock(ctx)
 	if err != nil {
 		return j, err
 	}
 	if head.BlockHeader.RawData.Number-info.BlockNumber < int64(f.o.Confirmations) {
+		return j, nil
+	}
+	// Never above the solidified block, whatever Confirmations says.
+	solid, err := f.o.Node.GetSolidBlock(ctx)
+	if err != nil {
+		return j, err
+	}
+	if info.BlockNumber > solid.Number() {
 		return j, nil
 	}
 	state, result := orderstore.JournalLanded, "SUCCESS"

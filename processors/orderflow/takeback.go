@@ -12,13 +12,15 @@ import (
 	"rental/schemas/orders"
 )
 
+// blockInterval is TRON's block time.
+const blockInterval = 3 * time.Second
+
 // takeBack ends an active rental at expires_at, or early when the customer reclaimed it:
 // one undelegation per landed fill, journaled like the delegations. The order ends (and its
 // event leaves, with the undelegation as reclaim_hash) only once every undelegation is in a
-// block: one that fails, is refused or expires outside a block is signed again. The chain
-// refuses an undelegation while the delegation's lock runs; the step then tries again a
-// little later (the lock covers the tier, so an early reclaim takes effect when the chain
-// allows).
+// block: one that fails, is refused or expires outside a block is signed again. Under
+// LockNone the undelegation is accepted at once; the chain refuses one while a lock runs
+// (LockTier), and the step is then due when the lock ends.
 func (f *Flow) takeBack(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *loaded) (bool, action, error) {
 	now := f.o.Now()
 	reclaim := o.ReclaimRequestedAt != nil
@@ -97,13 +99,27 @@ func (f *Flow) returnStake(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre
 				return f.o.Node.UnDelegateResource(ctx, c)
 			})
 			if err != nil {
-				var ne *tron.NodeError
-				if errors.As(err, &ne) {
-					// Still locked (or the node says no for now): later.
-					f.log.Info("undelegation not possible yet", "order", o.ID, "fill", fl.Seq, "err", err)
-					return nil, &due5, nil, f.setDue(ctx, tx, o, due5)
+				if tron.Classify(err) != tron.Refused {
+					return nil, nil, nil, err // retried at RetryEvery
 				}
-				return nil, nil, nil, err
+				// Refused: a lock still runs on the pool's record for the receiver (the
+				// tier policy, or a delegation made before it), or the chain does not
+				// show the stake there yet. Look again when the lock ends, not before.
+				at := due5
+				if ds, rerr := f.o.Node.GetDelegatedResourceV2(ctx, fl.Pool, receiver); rerr == nil {
+					if until := lockedUntil(ds, o.Resource); until > 0 {
+						// java-tron frees a lock once expire < the block's time: the first
+						// block after it.
+						at = time.UnixMilli(until).Add(2 * blockInterval)
+						if head, herr := f.headTime(ctx); herr == nil && head > until {
+							at = now.Add(blockInterval)
+						} else if herr == nil {
+							at = now.Add(time.Duration(until-head)*time.Millisecond + 2*blockInterval)
+						}
+					}
+				}
+				f.log.Info("undelegation not possible yet", "order", o.ID, "fill", fl.Seq, "next", at, "err", err)
+				return nil, &at, nil, f.setDue(ctx, tx, o, at)
 			}
 		}
 		if j.State == orderstore.JournalBroadcast {

@@ -594,10 +594,12 @@ func TestE2EDepositOrderDelegationReclaim(t *testing.T) {
 		t.Fatalf("events of the order up to order.confirmed: %d, the last %s %s", len(evs), evs[len(evs)-1].Event, evs[len(evs)-1].Data)
 	}
 
-	// 5. Early end. Blocks past the delegation's lock first (100 blocks for 5m): a reclaim
-	// inside the lock is accepted too, but the processor then retries the undelegation
-	// 15 s later, which only makes the test slower.
-	c.want(c.sim("POST", "/sim/blocks", map[string]any{"count": 120}), 200, "mine past the lock")
+	// 5. Early end, inside the tier: the pools delegate unlocked (DELEGATION_LOCK=none), so
+	// the undelegation is accepted at once and lands within 20 blocks of the request.
+	var head struct {
+		Number int64 `json:"number"`
+	}
+	c.want(c.sim("GET", "/sim/head", nil), 200, "head").decode(t, &head)
 	var rec orderRecord
 	c.want(c.signed("POST", "/v1/orders/"+e.order.ID+"/reclaim", nil), 202, "reclaim").decode(t, &rec)
 	if rec.ID != e.order.ID || rec.Status != "active" {
@@ -629,6 +631,13 @@ func TestE2EDepositOrderDelegationReclaim(t *testing.T) {
 	eventually(t, 5*time.Second, "reclaim_hash in a block", func() bool { var ok bool; u, ok = c.txContract(*or.ReclaimHash); return ok })
 	if u.Type != "UnDelegateResourceContract" || u.Owner != e.pool || u.Receiver != e.receiver || u.Balance != e.stakeSun {
 		t.Fatalf("reclaim_hash %s is %+v, want the undelegation of %d SUN from %s to %s", *or.ReclaimHash, u, e.stakeSun, e.pool, e.receiver)
+	}
+	var landed struct {
+		BlockNumber int64 `json:"blockNumber"`
+	}
+	c.want(c.sim("POST", "/wallet/gettransactioninfobyid", map[string]any{"value": *or.ReclaimHash}), 200, "undelegation info").decode(t, &landed)
+	if landed.BlockNumber == 0 || landed.BlockNumber-head.Number > 20 {
+		t.Fatalf("the undelegation is in block %d, the reclaim was asked at head %d: want within 20 blocks", landed.BlockNumber, head.Number)
 	}
 	if d := c.delegatedEnergySun(e.pool, e.receiver); d != 0 {
 		t.Fatalf("after reclaim %s still delegates %d SUN for energy to %s", e.pool, d, e.receiver)
@@ -693,7 +702,6 @@ func TestE2EReclaimWhoseUndelegationNeverLands(t *testing.T) {
 	e.deposit(100_000_000)
 	e.orderEnergy(65_000)
 	e.waitActive()
-	c.want(c.sim("POST", "/sim/blocks", map[string]any{"count": 120}), 200, "mine past the lock")
 	c.want(c.sim("POST", "/sim/faults", map[string]any{"kind": "drop_tx", "count": 1}), 200, "arm drop_tx")
 	c.want(c.signed("POST", "/v1/orders/"+e.order.ID+"/reclaim", nil), 202, "reclaim")
 	o := &e.order

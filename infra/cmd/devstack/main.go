@@ -115,7 +115,10 @@ func run(log *slog.Logger) error {
 	sim, err := tronsim.New(tronsim.Options{
 		Network:       cfg.Network,
 		BlockInterval: cfg.SimBlockInterval,
-		DataFile:      filepath.Join(cfg.DataDir, "tronsim.json"),
+		// The follower reads nothing above the solidified block: in dev it trails the
+		// head by CONFIRMATIONS, not java-tron's 19.
+		SolidLag: max(1, int64(cfg.Confirmations)),
+		DataFile: filepath.Join(cfg.DataDir, "tronsim.json"),
 		Genesis: []tronsim.GenesisAccount{{
 			Address:        pool0.Address(),
 			BalanceSun:     1_000_000 * 1_000_000,

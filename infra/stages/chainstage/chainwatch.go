@@ -23,6 +23,7 @@ func Chainwatch(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg pro
 		Network:       cfg.Network,
 		Tokens:        []tron.Address{cfg.USDTContract},
 		Confirmations: cfg.Confirmations,
+		Solidified:    true,
 		PollEvery:     cfg.ChainPollEvery,
 		Start:         cfg.ChainStartBlock,
 		Logger:        log,

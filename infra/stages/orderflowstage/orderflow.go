@@ -55,6 +55,7 @@ func OrderFlow(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prom
 		Network:       cfg.Network,
 		Pools:         cfg.PoolKeys,
 		LandGrace:     cfg.Processor.LandGrace,
+		LockPolicy:    orderflow.LockPolicy(cfg.Processor.DelegationLock),
 		Confirmations: cfg.Confirmations,
 		Logger:        log,
 		Registerer:    reg,

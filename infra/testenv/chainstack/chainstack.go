@@ -35,7 +35,7 @@ type Chain struct {
 func Start(t testing.TB, pool *pgxpool.Pool, brokers string, nw network.Network, genesis []tronsim.GenesisAccount) *Chain {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
-	sim, err := tronsim.New(tronsim.Options{Network: nw, BlockInterval: 100 * time.Millisecond, Genesis: genesis, Logger: quiet})
+	sim, err := tronsim.New(tronsim.Options{Network: nw, BlockInterval: 100 * time.Millisecond, SolidLag: 1, Genesis: genesis, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
