@@ -10,6 +10,7 @@ import (
 
 	"rental/infra/kafka"
 	"rental/infra/testenv"
+	"rental/schemas/network"
 	"rental/schemas/topics"
 )
 
@@ -17,7 +18,8 @@ import (
 // can never be processed: each is written to the consumers' dead-letter topic with its
 // source and the error, and the processor commits past it to the records behind it.
 func TestMalformedRecordsAreDeadLetteredAndTheProcessorMovesOn(t *testing.T) {
-	e := newEnv(t)
+	// The malformed records are the point of this test: the schema check is off.
+	e := newEnvBroker(t, network.Mainnet, nil, testenv.Kafka(t, testenv.SyntheticPayloads))
 	cl, err := kafka.NewClient([]string{e.brokers})
 	if err != nil {
 		t.Fatal(err)

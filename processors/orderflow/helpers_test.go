@@ -77,10 +77,16 @@ func newEnv(t *testing.T, stakesTRX ...int64) *env {
 // newEnvOn is newEnv on a network, with extra genesis accounts (a provider's stake).
 func newEnvOn(t *testing.T, nw network.Network, extra []tronsim.GenesisAccount, stakesTRX ...int64) *env {
 	t.Helper()
+	return newEnvBroker(t, nw, extra, testenv.Kafka(t), stakesTRX...)
+}
+
+// newEnvBroker is newEnvOn over a broker the test made (testenv.Kafka with options).
+func newEnvBroker(t *testing.T, nw network.Network, extra []tronsim.GenesisAccount, brokers string, stakesTRX ...int64) *env {
+	t.Helper()
 	if len(stakesTRX) == 0 {
 		stakesTRX = []int64{10_000_000}
 	}
-	e := &env{t: t, net: nw, db: testenv.Postgres(t), brokers: testenv.Kafka(t), clock: &clock{}}
+	e := &env{t: t, net: nw, db: testenv.Postgres(t), brokers: brokers, clock: &clock{}}
 	genesis := append([]tronsim.GenesisAccount(nil), extra...)
 	for i, s := range stakesTRX {
 		k := poolKey(i)
