@@ -42,6 +42,7 @@ pair edge_signed_request req/s ./edge BenchmarkSignedRequest ./edge BenchmarkPub
 # fasthttp handler in the same process (target ratio >= 0.5).
 bash infra/bench/prices.sh
 bash infra/bench/orders.sh # signed POST /v1/orders, whole pipeline running, vs pgbench TPC-B on the same database
+bash infra/bench/orders.sh delivery # orders reaching a broadcast delegation (3 s blocks), vs pgbench TPC-B
 
 # Webhook deliveries drained by the deliverer (Kafka in, signed POST out, history written),
 # against plain signed POSTs to the same kind of receiver. The same benchmark also reports
