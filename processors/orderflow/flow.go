@@ -104,6 +104,9 @@ type Flow struct {
 	byAddr  map[tron.Address]tron.PrivateKey
 	lockCap int64
 	chain   *chainCache
+	alloc   allocGroup // allocate.go
+
+	allocGroupSize prometheus.Histogram
 
 	transitions *prometheus.CounterVec
 	stepErrors  prometheus.Counter
@@ -152,6 +155,10 @@ func New(o Options) (*Flow, error) {
 	}, []string{"to"}))
 	f.stepErrors = metrics.Register(o.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "orderflow_step_errors_total", Help: "Order steps that failed and will be retried (node or database errors).",
+	}))
+	f.allocGroupSize = metrics.Register(o.Registerer, prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "orderflow_allocation_group_orders", Help: "Orders allocated together in one transaction (allocate.go).",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 	}))
 	f.deliverySec = metrics.Register(o.Registerer, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "orderflow_delivery_seconds", Help: "From order creation to order.confirmed.",

@@ -75,6 +75,9 @@ func (f *Flow) HandleIntent(ctx context.Context, r *kgo.Record) error {
 	if err := json.Unmarshal(r.Value, &in); err != nil || in.OrderID == "" {
 		return kafka.Unprocessable(fmt.Errorf("order intent without an order id: %v", err)) // dead-lettered
 	}
+	if in.Kind == orderstore.IntentProcess || in.Kind == "" {
+		f.allocateInGroup(ctx, in.OrderID) // with the intents of the other partitions (allocate.go)
+	}
 	f.advanceLogged(ctx, in.OrderID)
 	return nil
 }

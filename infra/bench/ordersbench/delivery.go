@@ -274,8 +274,11 @@ func runDelivery(log *slog.Logger) (string, error) {
 	replicas := p.processors
 	say("sustained delivery capacity with %d processor(s): %.0f orders/s (%.3fx pgbench TPC-B)", replicas, capacity, capacity/tps)
 
-	// Half capacity: per-order latencies.
+	// Half capacity: per-order latencies, and the database work per order from acceptance
+	// to confirmation; every earlier order is confirmed first, so that the work counted is
+	// the phase's own.
 	p.drain(ctx, 3*time.Minute, say)
+	p.waitConfirmed(ctx, time.Time{}, time.Now(), time.Duration(depth+10)*st.blockInterval+60*time.Second)
 	half := capacity / 2
 	b0 := p.backlog(ctx)
 	p.procStats.reset()

@@ -1450,7 +1450,7 @@ func (s *sqlStats) report(who, per string, orders int, say func(string, ...any))
 		total += v.total
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].st.total > rows[j].st.total })
-	say("%s SQL during the closed loop: %.1f round trips (%.1f statements) per %s, %.2f ms of round-trip time per %s",
+	say("%s SQL: %.1f round trips (%.1f statements) per %s, %.2f ms of round-trip time per %s",
 		who, float64(n)/float64(orders), float64(statements)/float64(orders), per, float64(total.Microseconds())/1000/float64(orders), per)
 	for _, r := range rows {
 		say("  %6.2f/%s  avg %6.2f ms  %s", float64(r.st.n)/float64(orders), per, float64(r.st.total.Microseconds())/1000/float64(r.st.n), r.sql)
