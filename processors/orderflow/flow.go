@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -105,6 +106,10 @@ type Flow struct {
 	lockCap int64
 	chain   *chainCache
 	alloc   allocGroup // allocate.go
+
+	intentSlots chan struct{}  // run.go: orders being delivered from intents, bounded
+	intentWork  sync.WaitGroup // run.go: those workers, waited for when Run ends
+	runCtx      context.Context
 
 	allocGroupSize prometheus.Histogram
 
