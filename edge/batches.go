@@ -289,6 +289,9 @@ func (m *Batches) createBatch(ctx context.Context, rc *fasthttp.RequestCtx) erro
 		return err
 	}
 	acc := m.o.Acceptance
+	if err := acc.CheckBacklog(); err != nil { // 5050 while delivery is behind; nothing stored
+		return err
+	}
 	key := idempotency.Key{AccountID: p.AccountID, Namespace: idempotency.NamespaceBatch, Key: req.clientBatchID}
 	var (
 		body     []byte

@@ -71,6 +71,9 @@ type Options struct {
 	// its own transaction. GroupMax bounds a group (default DefaultGroupMax).
 	GroupCommitters int
 	GroupMax        int
+	// Backlog is delivery's backlog (orderstore.Backlog): while it is behind, Accept and
+	// batch creation refuse with 5050 (CheckBacklog). Nil: never refused for it.
+	Backlog Backlog
 	// Registerer receives the group commit's metrics (default: Prometheus' default).
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger     // default: discard
@@ -133,6 +136,9 @@ func NewOrders(o Options) (*Orders, error) {
 // Now is acceptance's clock: orders are stamped with it.
 func (m *Orders) Now() time.Time { return m.o.Now() }
 
+// Backlog is the backlog acceptance refuses on (nil: none); GET /v1/status reads the same.
+func (m *Orders) Backlog() Backlog { return m.o.Backlog }
+
 // Network is the network orders are accepted for.
 func (m *Orders) Network() network.Network { return m.o.Network }
 
@@ -184,6 +190,32 @@ type Accepted struct {
 	Replayed bool
 }
 
+// Backlog is how far delivery is behind acceptance; *orderstore.Backlog is one. Behind
+// answers from a cached reading and never waits for the database.
+type Backlog interface {
+	Behind() (age time.Duration, behind bool)
+}
+
+// CheckBacklog refuses new work with 5050 delivery_backlogged (Retry-After) while the oldest
+// accepted, undelivered order is older than the backlog's bound: an order accepted now could
+// not be delivered before its rental matters. Nothing is stored or charged. Accept calls it
+// first; batch creation calls it before its transaction.
+func (m *Orders) CheckBacklog() error {
+	if m.o.Backlog == nil {
+		return nil
+	}
+	age, behind := m.o.Backlog.Behind()
+	if !behind {
+		return nil
+	}
+	return apierr.DeliveryBacklogged.Newf("delivery is behind: the oldest accepted order has waited %d s for its delegation; nothing was stored or charged, retry later",
+		int64(age/time.Second)).With("backlog_age_seconds", int64(age/time.Second)).WithRetryAfter(backlogRetryAfter)
+}
+
+// backlogRetryAfter is the Retry-After of 5050, in seconds: the backlog is read about once a
+// second and drains at delivery's pace, so a few seconds is the earliest a retry can pass.
+const backlogRetryAfter = 5
+
 // Accept creates the order of POST /v1/orders in ONE Postgres transaction: the
 // client_order_id idempotency record, the ledger hold of the total, the order row with its
 // processing intent (outbox), the account's order totals, and the stored response. Either
@@ -191,6 +223,9 @@ type Accepted struct {
 // nothing, and a verbatim retry with the same client_order_id is always safe. Plain
 // creations go through the group commit (group.go) when it runs.
 func (m *Orders) Accept(ctx context.Context, accountID string, req Request) (Accepted, error) {
+	if err := m.CheckBacklog(); err != nil {
+		return Accepted{}, err
+	}
 	key := idempotency.Key{AccountID: accountID, Namespace: idempotency.NamespaceOrder, Key: req.ClientOrderID}
 	// Read the receiver's activation before the transaction opens, so that no node call
 	// happens while it holds the account's row and a connection; the pricing inside uses

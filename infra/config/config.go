@@ -146,6 +146,10 @@ type Orders struct {
 	// AllowProviderSpill lets an order be filled beyond the own pools, from market providers
 	// and the deep reserve (ALLOW_PROVIDER_SPILL); off, an order own stock cannot fill is 5007.
 	AllowProviderSpill bool
+	// BacklogMaxAge is how long the oldest accepted, undelivered order may wait before
+	// order and batch creation refuse new work with 5050 (ORDER_BACKLOG_MAX_AGE, default
+	// 60s; docs/orders.md "Backpressure").
+	BacklogMaxAge time.Duration
 	// The treasury (Ledger.Treasury, TREASURY_ADDRESS) is refused as a receiver (3003) too.
 }
 
@@ -440,6 +444,7 @@ func Load() (Config, error) {
 		ReceiverMaxEnergy:  int64(integer("RECEIVER_MAX_ENERGY", 50_000_000)),
 		AllowProviderSpill: str("ALLOW_PROVIDER_SPILL", "true") == "true",
 		GroupCommitters:    integer("ORDER_GROUP_COMMITTERS", 2),
+		BacklogMaxAge:      dur("ORDER_BACKLOG_MAX_AGE", 60*time.Second),
 	}
 	if v := str("ALLOW_PROVIDER_SPILL", "true"); v != "true" && v != "false" {
 		errs = append(errs, fmt.Sprintf("ALLOW_PROVIDER_SPILL=%q: want true or false", v))

@@ -1,6 +1,9 @@
 package health
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // DeliveryWindow is how orders fared in the last hour.
 type DeliveryWindow struct {
@@ -49,4 +52,11 @@ func judgeDelivery(w DeliveryWindow) Status {
 		return Degraded
 	}
 	return Operational
+}
+
+// DeliveryBacklog is how far delivery is behind acceptance (orderstore.Backlog): the age of
+// the oldest accepted order whose delegation was not sent yet, and whether it is beyond the
+// bound at which creation refuses new work (5050). It answers from a cached reading.
+type DeliveryBacklog interface {
+	Behind() (age time.Duration, behind bool)
 }

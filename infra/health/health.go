@@ -79,8 +79,10 @@ type Report struct {
 type Options struct {
 	Database Database      // Postgres probes (NewPostgres)
 	Delivery DeliveryStats // default NoDeliveryStats until issue 6 wires the orders query
-	Supply   SupplySource  // default: no pool configured, reported degraded with 0 energy
-	Logger   *slog.Logger
+	// Backlog, when set, makes delivery degraded while creation refuses new work for it.
+	Backlog DeliveryBacklog
+	Supply  SupplySource // default: no pool configured, reported degraded with 0 energy
+	Logger  *slog.Logger
 
 	// TTL is how long a report is served from cache; the spec caches status for 10 s.
 	TTL time.Duration
@@ -217,8 +219,14 @@ func (c *Checker) delivery(ctx context.Context) Delivery {
 		c.opts.Logger.Warn("status: delivery probe failed", "err", err)
 		return Delivery{Status: Degraded}
 	}
+	status := judgeDelivery(w)
+	if c.opts.Backlog != nil {
+		if _, behind := c.opts.Backlog.Behind(); behind {
+			status = Worst(status, Degraded)
+		}
+	}
 	return Delivery{
-		Status:                  judgeDelivery(w),
+		Status:                  status,
 		Orders1h:                w.Orders,
 		Failed1h:                w.Failed,
 		MedianDeliverySeconds1h: w.MedianDeliverySeconds,

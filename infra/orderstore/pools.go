@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"rental/infra/pg"
 	"rental/schemas/network"
 )
 
@@ -41,12 +42,18 @@ type PoolFigure struct {
 // trip. The sum is a statement of its own after the lock: a statement sees what was
 // committed when it started, so it must start once the lock is held.
 func LockPools(ctx context.Context, tx pgx.Tx, n network.Network, pools []PoolFigure) (PoolsLocked, error) {
-	out := PoolsLocked{InFlight: map[string]int64{}}
+	b := &pgx.Batch{}
+	out := QueueLockPools(b, n, pools)
+	return *out, tx.SendBatch(ctx, b).Close()
+}
+
+// QueueLockPools queues LockPools in b; the answer is there once b ran.
+func QueueLockPools(b *pgx.Batch, n network.Network, pools []PoolFigure) *PoolsLocked {
+	out := &PoolsLocked{InFlight: map[string]int64{}}
 	addrs, after := make([]string, len(pools)), make([]time.Time, len(pools))
 	for i, p := range pools {
 		addrs[i], after[i] = p.Address, p.ReadAfter
 	}
-	b := &pgx.Batch{}
 	b.Queue(`SELECT address FROM stake_pools WHERE network = $1 ORDER BY address FOR UPDATE`, string(n)).
 		Query(func(rows pgx.Rows) error {
 			var err error
@@ -70,5 +77,54 @@ func LockPools(ctx context.Context, tx pgx.Tx, n network.Network, pools []PoolFi
 			}
 			return rows.Err()
 		})
-	return out, tx.SendBatch(ctx, b).Close()
+	return out
+}
+
+// ToAllocate is what QueueLockToAllocate read: the orders it locked.
+type ToAllocate struct{ Rows []Row }
+
+// QueueLockToAllocate queues the lock of those of ids that are still waiting for their
+// allocation (created or paid), skipping any another transaction holds (a step of that
+// order is running; it allocates the order itself). The rows are there once b ran.
+func QueueLockToAllocate(b *pgx.Batch, ids []string) *ToAllocate {
+	out := &ToAllocate{}
+	b.Queue(`SELECT `+columns+` FROM orders WHERE id = ANY($1) AND status IN ('created', 'paid') ORDER BY id FOR UPDATE SKIP LOCKED`, ids).
+		Query(func(rows pgx.Rows) error {
+			defer rows.Close()
+			for rows.Next() {
+				r, err := scan(rows)
+				if err != nil {
+					return err
+				}
+				out.Rows = append(out.Rows, r)
+			}
+			return rows.Err()
+		})
+	return out
+}
+
+// BeginAllocation begins a transaction on conn that locks those of ids still waiting for
+// their allocation (QueueLockToAllocate) and then the network's pools with their in-flight
+// sums (QueueLockPools): BEGIN and all of it in one round trip (pg.BeginWith).
+func BeginAllocation(ctx context.Context, conn *pgx.Conn, ids []string, n network.Network, pools []PoolFigure) (pgx.Tx, *ToAllocate, *PoolsLocked, error) {
+	b := &pgx.Batch{}
+	orders := QueueLockToAllocate(b, ids)
+	locked := QueueLockPools(b, n, pools)
+	tx, err := pg.BeginWith(ctx, conn, b)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return tx, orders, locked, nil
+}
+
+// SendCommit runs the queued statements and COMMIT in one round trip (tx must come from
+// BeginAllocation or BeginLocked); w is emptied. On an error the caller rolls tx back.
+func (w *Writes) SendCommit(ctx context.Context, tx pgx.Tx) error {
+	outcome := pg.QueueCommit(&w.b, tx)
+	err := tx.SendBatch(ctx, &w.b).Close()
+	w.b = pgx.Batch{}
+	if err != nil {
+		return err
+	}
+	return outcome()
 }

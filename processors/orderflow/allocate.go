@@ -3,6 +3,7 @@ package orderflow
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -123,38 +124,52 @@ func (f *Flow) queueDeepFill(ctx context.Context, q pgx.Tx, w *orderstore.Writes
 	return true, nil
 }
 
+// poolFigure is a pool's delegatable balance of one resource as the chain reported it.
+type poolFigure struct {
+	pool   tron.Address
+	can    int64
+	readAt time.Time
+}
+
+// poolFigures reads every own pool's delegatable balance of the resource, and the
+// network's conversion, before any lock is taken: they are cached, and a node call under
+// the lock would stall every allocation. A figure read earlier is still safe, because every
+// fill that landed after it was read counts as in flight (orderstore.LockPools).
+func (f *Flow) poolFigures(ctx context.Context, r orders.Resource) (figures map[string]poolFigure, read []orderstore.PoolFigure,
+	limit, weight int64, err error) {
+	figures = map[string]poolFigure{}
+	var any tron.Address
+	for p := range f.byAddr {
+		can, readAt, err := f.chain.delegatable(ctx, f.o.Node, p, resourceCode(r), f.o.Now())
+		if err != nil {
+			return nil, nil, 0, 0, fmt.Errorf("read pool %s: %w", p, err)
+		}
+		figures[p.String()] = poolFigure{p, can, readAt}
+		read = append(read, orderstore.PoolFigure{Address: p.String(), ReadAfter: readAt.Add(-clockMargin)})
+		any = p
+	}
+	if len(figures) == 0 {
+		return figures, nil, 0, 0, nil
+	}
+	res, err := f.chain.weights(ctx, f.o.Node, any, f.o.Now())
+	if err != nil {
+		return nil, nil, 0, 0, fmt.Errorf("read network weights: %w", err)
+	}
+	limit, weight = perUnit(res, r)
+	return figures, read, limit, weight, nil
+}
+
 // allocatePools reserves stake from the own pools; it queues the fills in w and returns the
 // next fill sequence number and what is left to allocate. It locks every pool row of the
 // network (in address order, so replicas never deadlock) until the transaction ends.
 func (f *Flow) allocatePools(ctx context.Context, tx pgx.Tx, o orderstore.Row, w *orderstore.Writes) (int, int64, error) {
-	// The chain's figures are read before the lock (they are cached, and a node call
-	// under the lock would stall every allocation): a figure read earlier is still safe,
-	// because every fill that landed after it was read counts as in flight below.
-	type poolFigure struct {
-		pool   tron.Address
-		can    int64
-		readAt time.Time
-	}
-	figures := map[string]poolFigure{}
-	var addrs []string
-	var read []orderstore.PoolFigure
-	for p := range f.byAddr {
-		can, readAt, err := f.chain.delegatable(ctx, f.o.Node, p, resourceCode(o.Resource), f.o.Now())
-		if err != nil {
-			return 0, 0, fmt.Errorf("read pool %s: %w", p, err)
-		}
-		figures[p.String()] = poolFigure{p, can, readAt}
-		addrs = append(addrs, p.String())
-		read = append(read, orderstore.PoolFigure{Address: p.String(), ReadAfter: readAt.Add(-clockMargin)})
+	figures, read, limit, weight, err := f.poolFigures(ctx, o.Resource)
+	if err != nil {
+		return 0, 0, err
 	}
 	if len(figures) == 0 {
 		return 0, o.Amount, nil
 	}
-	res, err := f.chain.weights(ctx, f.o.Node, figures[addrs[0]].pool, f.o.Now())
-	if err != nil {
-		return 0, 0, fmt.Errorf("read network weights: %w", err)
-	}
-	limit, weight := perUnit(res, o.Resource)
 	// In flight: fills not yet visible in the chain's figure. That is every fill reserved
 	// or broadcast, and every fill that landed after the figure was read, with a margin
 	// for the clocks of this process and the database. The sum is read with the lock, in
@@ -163,43 +178,57 @@ func (f *Flow) allocatePools(ctx context.Context, tx pgx.Tx, o orderstore.Row, w
 	if err != nil {
 		return 0, 0, err
 	}
-	inflight := locked.InFlight
-	order := locked.Order // the network's pools in the database's address order: the draw order
-	remaining := o.Amount
-	seq := 0
+	fills, remaining, err := f.draw(locked.Order, figures, locked.InFlight, o.Amount, limit, weight)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, fl := range fills {
+		w.ReserveFill(o.ID, fl)
+	}
+	return len(fills), remaining, nil
+}
+
+// draw takes amount units from the pools in draw order (the database's address order) as
+// far as they reach: what a pool can give is its chain figure less inflight, which draw
+// raises by what it takes, so several orders drawn against the same reading never take the
+// same stake. It returns the fills (sequence from 0) and what is left.
+func (f *Flow) draw(order []string, figures map[string]poolFigure, inflight map[string]int64, amount, limit, weight int64) (
+	[]orderstore.NewFill, int64, error) {
+	var fills []orderstore.NewFill
+	remaining := amount
 	for _, a := range order {
 		fg, ours := figures[a]
 		if !ours {
 			continue
 		}
-		avail := (fg.can - inflight[fg.pool.String()]) / tron.SunPerTRX * tron.SunPerTRX // delegations move whole TRX
+		avail := (fg.can - inflight[a]) / tron.SunPerTRX * tron.SunPerTRX // delegations move whole TRX
 		if avail < tron.SunPerTRX {
 			continue
 		}
 		need, err := f.balanceFor(remaining, limit, weight)
 		if err != nil {
-			return 0, 0, err
+			return nil, 0, err
 		}
-		take, amount := need, remaining
+		take, got := need, remaining
 		if need > avail {
 			take = avail
-			got, err := tron.EnergyForBalance(take, limit, weight)
+			units, err := tron.EnergyForBalance(take, limit, weight)
 			if err != nil {
-				return 0, 0, err
+				return nil, 0, err
 			}
-			amount = min(remaining, got*10_000/(10_000+f.o.MarginBps))
-			if amount <= 0 {
+			got = min(remaining, units*10_000/(10_000+f.o.MarginBps))
+			if got <= 0 {
 				continue
 			}
 		}
-		w.ReserveFill(o.ID, orderstore.NewFill{Seq: seq, Source: orderstore.SourcePool, Pool: fg.pool.String(), Amount: amount, BalanceSun: take})
-		seq++
-		remaining -= amount
+		fills = append(fills, orderstore.NewFill{Seq: len(fills), Source: orderstore.SourcePool, Pool: a, Amount: got, BalanceSun: take})
+		inflight[a] += take
+		remaining -= got
 		if remaining <= 0 {
 			break
 		}
 	}
-	return seq, remaining, nil
+	return fills, remaining, nil
 }
 
 // balanceFor is the staked balance (whole TRX, with the drift margin) that yields units.
@@ -211,4 +240,129 @@ func (f *Flow) balanceFor(units, limit, weight int64) (int64, error) {
 	b += b * f.o.MarginBps / 10_000
 	b = (b + tron.SunPerTRX - 1) / tron.SunPerTRX * tron.SunPerTRX
 	return max(b, tron.SunPerTRX), nil
+}
+
+// ---- allocation in groups ----
+//
+// Every allocation takes the network's pool rows' locks, so allocations of every replica
+// follow one another. Orders whose intents arrive together (one per intents partition a
+// replica consumes) are therefore allocated together: one transaction locks those of them
+// still waiting, then the pools, reserves every order's fills against one in-flight
+// reading and moves them all to allocating, in two round trips (BEGIN and the locks; the
+// writes and COMMIT). The pools' locks are handed over once per group, not once per order.
+// An order the group cannot allocate whole from the pools (a shortfall for the providers
+// or the deep reserve, bandwidth, an activation, another network) is left as it is, and
+// its own step allocates it as before.
+
+// maxAllocGroup bounds the orders of one group transaction.
+const maxAllocGroup = 64
+
+// allocGroup is the queue of orders waiting to be allocated in a group; the request at its
+// head leads: it runs the next group's transaction.
+type allocGroup struct {
+	mu      sync.Mutex
+	queue   []*allocReq
+	running bool
+}
+
+type allocReq struct {
+	id string
+	ch chan bool // one message: false = handled by another's group, true = lead the next group
+}
+
+// allocateInGroup allocates the order together with those of concurrent callers when it is
+// still waiting for its allocation; it returns once the order's group ran (whatever it did:
+// the order's own step handles anything left). Callers then Advance the order as usual.
+func (f *Flow) allocateInGroup(ctx context.Context, orderID string) {
+	if len(f.o.Pools) == 0 || !f.o.Network.SellsOwnStake() {
+		return
+	}
+	g := &f.alloc
+	r := &allocReq{id: orderID, ch: make(chan bool, 1)}
+	g.mu.Lock()
+	g.queue = append(g.queue, r)
+	lead := !g.running // while no group runs the queue is empty: r is its head
+	g.running = true
+	g.mu.Unlock()
+	if !lead && !<-r.ch {
+		return
+	}
+	g.mu.Lock()
+	n := min(len(g.queue), maxAllocGroup)
+	group := append([]*allocReq(nil), g.queue[:n]...)
+	g.queue = g.queue[n:]
+	g.mu.Unlock()
+
+	ids := make([]string, len(group))
+	for i, q := range group {
+		ids[i] = q.id
+	}
+	if err := f.allocateGroup(ctx, ids); err != nil && ctx.Err() == nil {
+		f.log.Warn("group allocation failed; each order allocates itself", "orders", len(ids), "err", err)
+	}
+
+	g.mu.Lock()
+	if len(g.queue) > 0 {
+		g.queue[0].ch <- true // the next group's leader
+	} else {
+		g.running = false
+	}
+	g.mu.Unlock()
+	for _, q := range group {
+		if q != r {
+			q.ch <- false
+		}
+	}
+}
+
+// allocateGroup allocates, in one transaction, those of ids still waiting for their
+// allocation that the pools can fill whole (energy on this network).
+func (f *Flow) allocateGroup(ctx context.Context, ids []string) error {
+	figures, read, limit, weight, err := f.poolFigures(ctx, orders.Energy)
+	if err != nil || len(figures) == 0 {
+		return err
+	}
+	c, err := f.o.Pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	tx, locked, pools, err := orderstore.BeginAllocation(ctx, c.Conn(), ids, f.o.Network, read)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	now := f.o.Now()
+	var w orderstore.Writes
+	allocated := 0
+	for _, o := range locked.Rows {
+		if o.Resource != orders.Energy || o.Network != f.o.Network {
+			continue
+		}
+		fills, remaining, err := f.draw(pools.Order, figures, pools.InFlight, o.Amount, limit, weight)
+		if err != nil {
+			return err
+		}
+		if remaining > 0 || len(fills) == 0 {
+			for _, fl := range fills { // not whole: its own step allocates it, from every source
+				pools.InFlight[fl.Pool] -= fl.BalanceSun
+			}
+			continue
+		}
+		for _, fl := range fills {
+			w.ReserveFill(o.ID, fl)
+		}
+		w.Allocated(o.ID, orders.FilledByPool, now.Add(30*time.Second))
+		allocated++
+	}
+	if allocated == 0 {
+		return tx.Rollback(ctx)
+	}
+	if err := w.SendCommit(ctx, tx); err != nil {
+		return err
+	}
+	f.transitions.WithLabelValues(string(orders.Paid)).Add(float64(allocated))
+	f.transitions.WithLabelValues(string(orders.Allocating)).Add(float64(allocated))
+	f.allocGroupSize.Observe(float64(allocated))
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -138,6 +139,13 @@ type Flow struct {
 	byAddr  map[tron.Address]tron.PrivateKey
 	chain   *chainCache
 	lockCap *lockCap
+	alloc   allocGroup // allocate.go
+
+	intentSlots chan struct{}  // run.go: orders being delivered from intents, bounded
+	intentWork  sync.WaitGroup // run.go: those workers, waited for when Run ends
+	runCtx      context.Context
+
+	allocGroupSize prometheus.Histogram
 
 	transitions *prometheus.CounterVec
 	stepErrors  prometheus.Counter
@@ -195,6 +203,10 @@ func New(o Options) (*Flow, error) {
 	}, []string{"to"}))
 	f.stepErrors = metrics.Register(o.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "orderflow_step_errors_total", Help: "Order steps that failed and will be retried (node or database errors).",
+	}))
+	f.allocGroupSize = metrics.Register(o.Registerer, prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "orderflow_allocation_group_orders", Help: "Orders allocated together in one transaction (allocate.go).",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 	}))
 	f.deliverySec = metrics.Register(o.Registerer, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "orderflow_delivery_seconds", Help: "From order creation to order.confirmed.",

@@ -27,6 +27,13 @@ type RunOptions struct {
 	SweepEvery time.Duration
 	// Workers bound how many due orders one replica advances at once (default 8).
 	Workers int
+	// IntentWorkers bound how many orders one replica delivers at once from intents
+	// (default 64): an intent's record is done once its order is handed to a worker, so a
+	// partition is not held up by each order's round trips and node calls, and the orders
+	// of all partitions are allocated in groups (allocate.go). An order whose worker dies
+	// with the replica is due 15 s after creation (or 30 s after allocation) and the
+	// due-order sweep takes it up.
+	IntentWorkers int
 	// ClientOpts are added to the Kafka clients (tests shorten timeouts).
 	ClientOpts []kgo.Opt
 }
@@ -42,6 +49,10 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 	if ro.Workers <= 0 {
 		ro.Workers = 8
 	}
+	if ro.IntentWorkers <= 0 {
+		ro.IntentWorkers = 64
+	}
+	f.intentSlots = make(chan struct{}, ro.IntentWorkers)
 	if err := f.RegisterPools(ctx); err != nil {
 		return err
 	}
@@ -62,10 +73,12 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 	cap := f.lockCap.get(ctx, f.o.Node, f.o.Now())
 	f.log.Info("order processor up", "pools", len(f.o.Pools), "group", ro.Group, "lock_policy", f.o.LockPolicy, "max_lock_blocks", cap)
 	g, gctx := errgroup.WithContext(ctx)
+	f.runCtx = gctx // intent workers outlive a partition's revocation, not the processor
 	g.Go(func() error { return intents.Run(gctx) })
 	g.Go(func() error { return facts.Run(gctx) })
 	g.Go(func() error { return f.sweep(gctx, ro) })
 	err = g.Wait()
+	f.intentWork.Wait()
 	f.log.Info("order processor stopped")
 	return err
 }
@@ -76,7 +89,28 @@ func (f *Flow) HandleIntent(ctx context.Context, r *kgo.Record) error {
 	if err := json.Unmarshal(r.Value, &in); err != nil || in.OrderID == "" {
 		return kafka.Unprocessable(fmt.Errorf("order intent without an order id: %v", err)) // dead-lettered
 	}
-	f.advanceLogged(ctx, in.OrderID)
+	work := func() {
+		if in.Kind == orderstore.IntentProcess || in.Kind == "" {
+			f.allocateInGroup(ctx, in.OrderID) // with the orders of the other intents (allocate.go)
+		}
+		f.advanceLogged(ctx, in.OrderID)
+	}
+	if f.intentSlots == nil { // not under Run (tests call the handler directly)
+		work()
+		return nil
+	}
+	select {
+	case f.intentSlots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	f.intentWork.Add(1)
+	ctx = f.runCtx
+	go func() {
+		defer f.intentWork.Done()
+		defer func() { <-f.intentSlots }()
+		work()
+	}()
 	return nil
 }
 

@@ -184,7 +184,7 @@ var (
 )
 
 // Additions lists the codes this catalogue has beyond the spec's table (docs/errors.md).
-var Additions = []*Code{ObjectNotFound}
+var Additions = []*Code{ObjectNotFound, DeliveryBacklogged}
 
 // 4000-4099 funds.
 var (
@@ -203,6 +203,8 @@ var (
 	ReceiverCapacityExceeded = def(5005, "receiver_capacity_exceeded", 422, false, "Receiver cannot take more delegations.")
 	SupplyPaused             = def(5006, "supply_paused", 503, true, "Sales of the resource or tier paused.")
 	CapacityUnavailable      = def(5007, "capacity_unavailable", 503, true, "Own capacity short and spill to providers not allowed; money returned.")
+	// DeliveryBacklogged is ours, not the spec's (docs/errors.md "Codes beyond the spec").
+	DeliveryBacklogged = def(5050, "delivery_backlogged", 503, true, "Delivery is behind acceptance; nothing stored or charged, retry after Retry-After.")
 )
 
 // 9000-9099 internal.

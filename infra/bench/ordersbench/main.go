@@ -94,7 +94,11 @@ import (
 
 func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
-	line, err := run(log)
+	runner := run
+	if os.Getenv("ORDERS_BENCH_MODE") == "delivery" {
+		runner = runDelivery // delivery.go
+	}
+	line, err := runner(log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ordersbench:", err)
 		os.Exit(1)
@@ -115,6 +119,10 @@ type settings struct {
 	traceSQL               bool
 	noProcessor            bool
 	processorConns         int // 0: as its binary sizes it
+	processors             int // order processor replicas, each with its own pool
+	blockInterval          time.Duration
+	confirmations          int // 0: CONFIRMATIONS as configured
+	deliveryMode           bool
 	redisDB                int
 	orderEnergy            int64
 	orderTier              string
@@ -162,11 +170,20 @@ func loadSettings() (settings, error) {
 		traceSQL:       os.Getenv("ORDERS_BENCH_TRACE_SQL") == "1",
 		noProcessor:    os.Getenv("ORDERS_BENCH_PROCESSOR") == "off",
 		processorConns: num("ORDERS_BENCH_PROCESSOR_CONNS", 0),
+		processors:     num("ORDERS_BENCH_PROCESSORS", 1),
+		confirmations:  num("ORDERS_BENCH_CONFIRMATIONS", 0),
+		deliveryMode:   os.Getenv("ORDERS_BENCH_MODE") == "delivery",
 		redisDB:        12,
 		orderEnergy:    65_000,
 		orderTier:      "1h",
 		maxErrorRate:   0.01,
 	}
+	// Creation is measured on fast blocks; delivery at a realistic interval (3 s, mainnet's).
+	s.blockInterval = 200 * time.Millisecond
+	if s.deliveryMode {
+		s.blockInterval = 3 * time.Second
+	}
+	s.blockInterval = dur("ORDERS_BENCH_BLOCK_INTERVAL", s.blockInterval)
 	if v := os.Getenv("ORDERS_BENCH_REDIS_DB"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 15 {
@@ -206,24 +223,11 @@ func run(log *slog.Logger) (string, error) {
 	defer stop()
 	say := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "orders bench: "+format+"\n", args...) }
 
-	// A database of our own on the configured server, dropped whatever happens.
-	base := os.Getenv("DATABASE_URL")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	}
-	dbName := fmt.Sprintf("bench_orders_%d", os.Getpid())
-	dsn, err := withDatabase(base, dbName)
+	dsn, dbName, drop, err := benchDatabase(ctx, say)
 	if err != nil {
 		return "", err
 	}
-	if err := pg.EnsureDatabase(ctx, dsn); err != nil {
-		return "", err
-	}
-	defer dropDatabase(dsn, dbName, say)
-	if _, err := pg.Migrate(ctx, dsn); err != nil {
-		return "", err
-	}
-	say("database %s created and migrated", dbName)
+	defer drop()
 
 	// The reference first, on the idle database and machine.
 	tps, err := runPgbench(ctx, st, dsn, say)
@@ -364,6 +368,29 @@ func startProfile(path string, say func(string, ...any)) (func(), error) {
 		f.Close()
 		say("CPU profile written to %s", path)
 	}, nil
+}
+
+// benchDatabase creates and migrates a database of our own on the configured server;
+// drop removes it (call it whatever happens, once err is nil).
+func benchDatabase(ctx context.Context, say func(string, ...any)) (dsn, dbName string, drop func(), err error) {
+	base := os.Getenv("DATABASE_URL")
+	if base == "" {
+		base = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	}
+	dbName = fmt.Sprintf("bench_orders_%d", os.Getpid())
+	if dsn, err = withDatabase(base, dbName); err != nil {
+		return "", "", nil, err
+	}
+	if err := pg.EnsureDatabase(ctx, dsn); err != nil {
+		return "", "", nil, err
+	}
+	drop = func() { dropDatabase(dsn, dbName, say) }
+	if _, err := pg.Migrate(ctx, dsn); err != nil {
+		drop()
+		return "", "", nil, err
+	}
+	say("database %s created and migrated", dbName)
+	return dsn, dbName, drop, nil
 }
 
 // withDatabase returns dsn with its database replaced by name.
@@ -520,6 +547,11 @@ type pipeline struct {
 	procStats   *sqlStats // the order processor's pool
 	reg         *prometheus.Registry
 	closers     []func()
+	// broadcasts is when the simulator first received each transaction (delivery mode).
+	broadcasts *broadcastLog
+	// addStage starts one more stage (an order processor replica) in the running pipeline.
+	addStage   func(name string) error
+	processors int
 }
 
 // benchPoolKey is the bench's stake pool: a fixed key, never used on a real chain.
@@ -589,7 +621,7 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 		genesis = append(genesis, tronsim.GenesisAccount{Address: a, BalanceSun: 1_000_000}) // activated
 		p.receivers = append(p.receivers, a.String())
 	}
-	p.sim, err = tronsim.New(tronsim.Options{Network: cfg.Network, BlockInterval: 200 * time.Millisecond, Genesis: genesis, Logger: log})
+	p.sim, err = tronsim.New(tronsim.Options{Network: cfg.Network, BlockInterval: st.blockInterval, Genesis: genesis, Logger: log})
 	if err != nil {
 		return p, err
 	}
@@ -612,6 +644,9 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 	cfg.Pricing.Every = time.Second
 	cfg.ChainStartBlock = 0
 	cfg.ChainPollEvery = 200 * time.Millisecond
+	if st.confirmations > 0 {
+		cfg.Confirmations = st.confirmations
+	}
 	cfg.ShutdownGrace = 3 * time.Second
 	// The product's in-flight limit (MAX_IN_FLIGHT_ORDERS, 100) stays: with the default
 	// 1,000 accounts the backlog the closed loop leaves is well under it per account.
@@ -683,7 +718,8 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 	ig, igctx := errgroup.WithContext(ictx)
 	p.infra = ig
 	ig.Go(func() error { return p.broker.Run(igctx) })
-	ig.Go(func() error { return p.sim.ServeListener(igctx, simLn) })
+	p.broadcasts = newBroadcastLog()
+	ig.Go(func() error { return serveSim(igctx, p.sim, simLn, p.broadcasts) })
 	g, gctx := errgroup.WithContext(ctx)
 	p.group = g
 	producer, err := stages.KafkaProducer(gctx, cfg)
@@ -711,16 +747,37 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 		builds = builds[:len(builds)-1]
 		say("diagnostic run: ORDERS_BENCH_PROCESSOR=off, orders stay created")
 	}
+	byName := map[string]build{}
 	for _, b := range builds {
-		pool, err := stagePool(b.name)
+		byName[b.name] = b.b
+	}
+	// Each stage, and each order processor replica, has a pool of its own, as separate
+	// binaries would.
+	p.addStage = func(name string) error {
+		pool, err := stagePool(name)
 		if err != nil {
-			return p, err
+			return err
 		}
-		r, err := b.b(pool)
+		r, err := byName[name](pool)
 		if err != nil {
-			return p, fmt.Errorf("%s: %w", b.name, err)
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if name == "orderflow" {
+			p.processors++
 		}
 		g.Go(func() error { return r.Run(gctx) })
+		return nil
+	}
+	for _, b := range builds {
+		n := 1
+		if b.name == "orderflow" {
+			n = st.processors
+		}
+		for range n {
+			if err := p.addStage(b.name); err != nil {
+				return p, err
+			}
+		}
 	}
 	api, err := edgestage.Edge(cfg, edgePool, p.rdb, log, reg)
 	if err != nil {
@@ -1393,7 +1450,7 @@ func (s *sqlStats) report(who, per string, orders int, say func(string, ...any))
 		total += v.total
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].st.total > rows[j].st.total })
-	say("%s SQL during the closed loop: %.1f round trips (%.1f statements) per %s, %.2f ms of round-trip time per %s",
+	say("%s SQL: %.1f round trips (%.1f statements) per %s, %.2f ms of round-trip time per %s",
 		who, float64(n)/float64(orders), float64(statements)/float64(orders), per, float64(total.Microseconds())/1000/float64(orders), per)
 	for _, r := range rows {
 		say("  %6.2f/%s  avg %6.2f ms  %s", float64(r.st.n)/float64(orders), per, float64(r.st.total.Microseconds())/1000/float64(r.st.n), r.sql)

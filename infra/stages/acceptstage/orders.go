@@ -10,6 +10,7 @@ import (
 	"rental/infra/config"
 	"rental/infra/idempotency"
 	"rental/infra/ledgerstore"
+	"rental/infra/orderstore"
 	"rental/infra/stages/ledgerstage"
 	"rental/infra/tron"
 )
@@ -33,6 +34,10 @@ func Acceptance(cfg config.Config, pool *pgxpool.Pool, prices *acceptance.Prices
 		}
 		own = append(own, t)
 	}
+	backlog := Backlog(cfg, pool, log)
+	if reg != nil {
+		backlog.Register(reg)
+	}
 	return acceptance.NewOrders(acceptance.Options{
 		Network:             cfg.Network,
 		Prices:              prices,
@@ -45,9 +50,16 @@ func Acceptance(cfg config.Config, pool *pgxpool.Pool, prices *acceptance.Prices
 		ForbidProviderSpill: !cfg.Orders.AllowProviderSpill,
 		MarketProviders:     len(cfg.Pricing.Providers),
 		GroupCommitters:     groupCommitters(cfg.Orders.GroupCommitters),
+		Backlog:             backlog,
 		Registerer:          reg,
 		Logger:              log,
 	})
+}
+
+// Backlog is delivery's backlog as acceptance reads it (ORDER_BACKLOG_MAX_AGE). Each
+// stage's instance reads the database at most once a second, and only while asked.
+func Backlog(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) *orderstore.Backlog {
+	return orderstore.NewBacklog(pool, orderstore.BacklogOptions{Network: cfg.Network, MaxAge: cfg.Orders.BacklogMaxAge, Logger: log})
 }
 
 // groupCommitters maps ORDER_GROUP_COMMITTERS (0: no group commit) to the option (-1).

@@ -155,6 +155,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Database: health.NewPostgres(pool),
 		Supply:   snapshotSupply{snapshots},
 		Delivery: orderstore.DeliveryStats{Pool: pool},
+		Backlog:  acc.Backlog(),
 		Logger:   log,
 	})
 

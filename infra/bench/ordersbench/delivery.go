@@ -1,0 +1,337 @@
+package main
+
+// Delivery mode (ORDERS_BENCH_MODE=delivery, infra/bench/orders.sh delivery): the same
+// pipeline, accounts and signed orders as orders_create, with simulated blocks at a
+// realistic interval (ORDERS_BENCH_BLOCK_INTERVAL, default 3 s), measuring what reaches the
+// chain rather than what is accepted:
+//
+//  1. Capacity: an open loop at ORDERS_BENCH_DELIVERY_RATE orders/s (default 50) for
+//     ORDERS_BENCH_DURATION, doubled while delivery keeps up (delegations broadcast at
+//     >= 90 % of the accepted rate); the first rate it cannot keep up with gives the
+//     sustained delivery capacity: delegations broadcast per second over the step's last
+//     four fifths. Between steps the backlog drains.
+//  2. Half capacity: an open loop at half that for ORDERS_BENCH_DURATION, then per order
+//     accept (orders.created_at) -> delegation broadcast (the simulator's receipt of the
+//     transaction) and accept -> confirmed (the order turned active), waiting for the
+//     confirmations of the last order.
+//  3. Replicas: ORDERS_BENCH_PROCESSORS replicas run from the start (default 1); with
+//     ORDERS_BENCH_MORE_PROCESSORS (default 1) the capacity search runs again after as many
+//     more replicas joined (each with its own pool, as separate binaries), on stderr.
+//
+// Stdout gets exactly one line:
+//
+//	bench orders_delivered: V orders/s, ratio R vs pgbench TPC-B (T tps); accept→broadcast p50 A ms, p99 B ms; accept→confirmed p99 C ms at half capacity; block interval I ms
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"rental/infra/tronsim"
+)
+
+// broadcastLog records when the simulator first received each transaction.
+type broadcastLog struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func newBroadcastLog() *broadcastLog { return &broadcastLog{at: map[string]time.Time{}} }
+
+func (b *broadcastLog) record(txid string, t time.Time) {
+	b.mu.Lock()
+	if _, ok := b.at[txid]; !ok {
+		b.at[txid] = t
+	}
+	b.mu.Unlock()
+}
+
+// between counts the transactions first received in [from, to).
+func (b *broadcastLog) between(from, to time.Time) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, t := range b.at {
+		if !t.Before(from) && t.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
+func (b *broadcastLog) get(txid string) (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.at[txid]
+	return t, ok
+}
+
+// serveSim is tronsim's ServeListener with the broadcasts recorded on their way in.
+func serveSim(ctx context.Context, sim *tronsim.Sim, ln net.Listener, log *broadcastLog) error {
+	h := sim.Handler()
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/wallet/broadcasttransaction" {
+			body, err := io.ReadAll(r.Body)
+			if err == nil {
+				var tx struct {
+					TxID string `json:"txID"`
+				}
+				if json.Unmarshal(body, &tx) == nil && tx.TxID != "" {
+					log.record(tx.TxID, time.Now())
+				}
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, r)
+	})}
+	errc := make(chan error, 2)
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+			return
+		}
+		errc <- nil
+	}()
+	go func() { errc <- sim.Run(ctx) }()
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	<-errc
+	<-errc
+	return nil
+}
+
+// backlog is the orders accepted and not yet broadcast (what orderstore.Backlog counts).
+func (p *pipeline) backlog(ctx context.Context) int64 {
+	var n int64
+	_ = p.setupPool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE status IN ('created', 'paid', 'allocating')`).Scan(&n)
+	return n
+}
+
+// drain waits until the backlog is empty, at most within.
+func (p *pipeline) drain(ctx context.Context, within time.Duration, say func(string, ...any)) {
+	end := time.Now().Add(within)
+	for n := p.backlog(ctx); n > 0; n = p.backlog(ctx) {
+		if time.Now().After(end) || ctx.Err() != nil {
+			say("backlog still %d orders after %s; going on", n, within)
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// capacity searches the sustained delivery capacity (see the file comment).
+func (p *pipeline) capacity(ctx context.Context, st settings, gen *generator, start float64, say func(string, ...any)) float64 {
+	rate, best := start, 0.0
+	for step := 0; step < 8 && ctx.Err() == nil; step++ {
+		p.drain(ctx, 3*time.Minute, say)
+		b0 := p.backlog(ctx)
+		t0 := time.Now()
+		res := gen.openLoop(ctx, rate, st.duration)
+		from := t0.Add(st.duration / 5)
+		delivered := float64(p.broadcasts.between(from, t0.Add(st.duration))) / t0.Add(st.duration).Sub(from).Seconds()
+		accepted := float64(res.ok) / res.elapsed.Seconds()
+		b1 := p.backlog(ctx)
+		say("delivery with %d processor(s) at %.0f orders/s offered: %.0f accepted/s (%d errors %s), %.0f delegations broadcast/s; backlog %d -> %d",
+			p.processors, rate, accepted, res.errors(), res.errorSummary(), delivered, b0, b1)
+		if delivered < 0.9*accepted {
+			return max(best, delivered)
+		}
+		best = max(best, delivered)
+		rate *= 2
+	}
+	return best
+}
+
+// latencies are, in ms, each order's accept -> broadcast and accept -> confirmed (+Inf when
+// it did not get there), of the orders created in [from, to).
+func (p *pipeline) latencies(ctx context.Context, from, to time.Time) (broadcast, confirmed []float64, err error) {
+	rows, err := p.setupPool.Query(ctx, `SELECT o.created_at, o.status, o.updated_at,
+			(SELECT s.txid FROM signed_txs s WHERE s.order_id = o.id AND s.purpose = 'delegate' ORDER BY s.fill_seq, s.attempt LIMIT 1)
+		FROM orders o WHERE o.created_at >= $1 AND o.created_at < $2`, from, to)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var created, updated time.Time
+		var status string
+		var txid *string
+		if err := rows.Scan(&created, &status, &updated, &txid); err != nil {
+			return nil, nil, err
+		}
+		b := math.Inf(1)
+		if txid != nil {
+			if t, ok := p.broadcasts.get(*txid); ok {
+				b = float64(t.Sub(created).Microseconds()) / 1000
+			}
+		}
+		c := math.Inf(1)
+		if status == "active" {
+			c = float64(updated.Sub(created).Microseconds()) / 1000
+		}
+		broadcast, confirmed = append(broadcast, b), append(confirmed, c)
+	}
+	return broadcast, confirmed, rows.Err()
+}
+
+// waitConfirmed waits until no order created in [from, to) is short of active, at most within.
+func (p *pipeline) waitConfirmed(ctx context.Context, from, to time.Time, within time.Duration) {
+	end := time.Now().Add(within)
+	for time.Now().Before(end) && ctx.Err() == nil {
+		var n int64
+		_ = p.setupPool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE created_at >= $1 AND created_at < $2 AND status IN ('created', 'paid', 'allocating', 'delegated')`,
+			from, to).Scan(&n)
+		if n == 0 {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func pctOf(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	if !slices.IsSorted(v) {
+		slices.Sort(v)
+	}
+	i := int(math.Ceil(p/100*float64(len(v)))) - 1
+	return v[max(0, min(i, len(v)-1))]
+}
+
+func runDelivery(log *slog.Logger) (string, error) {
+	st, err := loadSettings()
+	if err != nil {
+		return "", err
+	}
+	startRate := 50.0
+	if v := os.Getenv("ORDERS_BENCH_DELIVERY_RATE"); v != "" {
+		if startRate, err = strconv.ParseFloat(v, 64); err != nil || startRate <= 0 {
+			return "", errors.New("ORDERS_BENCH_DELIVERY_RATE: want a positive number of orders/s")
+		}
+	}
+	more := 1
+	if v := os.Getenv("ORDERS_BENCH_MORE_PROCESSORS"); v != "" {
+		if more, err = strconv.Atoi(v); err != nil || more < 0 {
+			return "", errors.New("ORDERS_BENCH_MORE_PROCESSORS: want 0 or more")
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	say := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "delivery bench: "+format+"\n", args...) }
+
+	dsn, dbName, drop, err := benchDatabase(ctx, say)
+	if err != nil {
+		return "", err
+	}
+	defer drop()
+	tps, err := runPgbench(ctx, st, dsn, say)
+	if err != nil {
+		return "", err
+	}
+	p, err := startPipeline(ctx, st, dsn, log, say)
+	if err != nil {
+		return "", err
+	}
+	p.dbName = dbName
+	defer p.stop(say)
+	clients, err := p.setupAccounts(ctx, st, say)
+	if err != nil {
+		return "", err
+	}
+	gen := &generator{st: st, edge: p.edgeAddr, clients: clients, receivers: p.receivers, run: randomHex(4)}
+	if st.warmup > 0 {
+		w := gen.openLoop(ctx, 20, st.warmup)
+		if w.ok == 0 {
+			return "", fmt.Errorf("no order succeeded during the warm-up: %s", w.errorSummary())
+		}
+	}
+	depth := p.cfg.Confirmations
+	say("block interval %s, confirmation depth %d, %d processor replica(s)", st.blockInterval, depth, p.processors)
+
+	capacity := p.capacity(ctx, st, gen, startRate, say)
+	if capacity <= 0 {
+		return "", errors.New("no delegation was broadcast: delivery does not run")
+	}
+	replicas := p.processors
+	say("sustained delivery capacity with %d processor(s): %.0f orders/s (%.3fx pgbench TPC-B)", replicas, capacity, capacity/tps)
+
+	// Half capacity: per-order latencies, and the database work per order from acceptance
+	// to confirmation; every earlier order is confirmed first, so that the work counted is
+	// the phase's own.
+	p.drain(ctx, 3*time.Minute, say)
+	p.waitConfirmed(ctx, time.Time{}, time.Now(), time.Duration(depth+10)*st.blockInterval+60*time.Second)
+	half := capacity / 2
+	b0 := p.backlog(ctx)
+	p.procStats.reset()
+	db0 := p.dbStats(ctx)
+	t0 := time.Now()
+	res := gen.openLoop(ctx, half, st.duration)
+	t1 := time.Now()
+	b1 := p.backlog(ctx)
+	say("half capacity: %.0f orders/s offered, %d accepted, %d errors %s; backlog %d -> %d", half, res.ok, res.errors(), res.errorSummary(), b0, b1)
+	p.waitConfirmed(ctx, t0, t1, time.Duration(depth+10)*st.blockInterval+30*time.Second)
+	bl, cf, err := p.latencies(ctx, t0, t1)
+	if err != nil {
+		return "", err
+	}
+	if res.ok > 0 {
+		// Everything the database did from the first order of the phase to the last one's
+		// confirmation (all stages: acceptance, relay, chainwatch, processor).
+		db := p.dbStats(ctx).minus(db0)
+		o := float64(res.ok)
+		say("database during the half-capacity phase until its last confirmation (all stages): %.1f commits, %.1f rows inserted, %.1f updated per order",
+			float64(db.commits)/o, float64(db.inserted)/o, float64(db.updated)/o)
+	}
+	if p.procStats != nil {
+		p.procStats.report("order processor", "order delivered", res.ok, say)
+	}
+	interval := float64(st.blockInterval.Milliseconds())
+	bp50, bp99, cp99 := pctOf(bl, 50), pctOf(bl, 99), pctOf(cf, 99)
+	say("half capacity, %d orders: accept→broadcast p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms; accept→confirmed p50 %.0f ms, p99 %.0f ms, max %.0f ms",
+		len(bl), bp50, pctOf(bl, 90), bp99, pctOf(bl, 100), pctOf(cf, 50), cp99, pctOf(cf, 100))
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "NOT met"
+	}
+	say("targets: capacity >= 0.25x TPC-B: %s; accept→broadcast p99 < one block interval (%.0f ms): %s; accept→confirmed p99 <= (depth %d + 2) intervals (%.0f ms): %s",
+		verdict(capacity >= 0.25*tps), interval, verdict(bp99 < interval), depth, float64(depth+2)*interval, verdict(cp99 <= float64(depth+2)*interval))
+
+	// More replicas, each with a pool of its own.
+	if more > 0 && ctx.Err() == nil {
+		for range more {
+			if err := p.addStage("orderflow"); err != nil {
+				return "", err
+			}
+		}
+		time.Sleep(3 * time.Second) // the new consumers join the group
+		c2 := p.capacity(ctx, st, gen, max(startRate, capacity/2), say)
+		say("sustained delivery capacity with %d processors: %.0f orders/s (%.3fx pgbench TPC-B); with %d: %.0f orders/s",
+			p.processors, c2, c2/tps, replicas, capacity)
+	}
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	return fmt.Sprintf("bench orders_delivered: %.0f orders/s, ratio %.2f vs pgbench TPC-B (%.0f tps); accept→broadcast p50 %.0f ms, p99 %.0f ms; accept→confirmed p99 %.0f ms at half capacity; block interval %.0f ms",
+		capacity, capacity/tps, tps, bp50, bp99, cp99, interval), nil
+}
