@@ -357,3 +357,22 @@ func (s *Store) Rewind(ctx context.Context, from, ancestor Cursor) (reverted int
 func headers(f events.ChainFact) map[string]string {
 	return map[string]string{"kind": string(f.Kind), "fact_id": f.FactID}
 }
+
+// Querier reads one row (a pool, a connection or a transaction).
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// StoredIdentity is the chain the follower's cursor follows, for the other stages that talk
+// to the node (the order processor): ok is false until the follower stored one.
+func StoredIdentity(ctx context.Context, db Querier) (id Identity, ok bool, err error) {
+	var g, n *string
+	err = db.QueryRow(ctx, `SELECT genesis_id, network FROM chain_cursor WHERE name = $1`, CursorName).Scan(&g, &n)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (g == nil || n == nil)) {
+		return Identity{}, false, nil
+	}
+	if err != nil {
+		return Identity{}, false, fmt.Errorf("chain identity: %w", err)
+	}
+	return Identity{GenesisID: *g, Network: *n}, true, nil
+}

@@ -48,6 +48,7 @@ type Node interface {
 	TriggerSmartContract(ctx context.Context, t *tron.TriggerSmartContract, feeLimit int64) (*tron.Transaction, error)
 	TriggerConstantContract(ctx context.Context, t *tron.TriggerSmartContract) (*tron.TransactionExtention, error)
 	GetChainParameters(ctx context.Context) (*tron.ChainParameters, error)
+	GetBlockByNum(ctx context.Context, num int64) (*tron.Block, error)
 }
 
 // LockPolicy is how the own pools' delegations are locked (docs/order-processing.md,

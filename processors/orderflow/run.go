@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"rental/infra/chainstore"
 	"rental/infra/kafka"
 	"rental/infra/orderstore"
 	"rental/schemas/events"
@@ -53,6 +54,9 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 		ro.IntentWorkers = 64
 	}
 	f.intentSlots = make(chan struct{}, ro.IntentWorkers)
+	if err := f.CheckChain(ctx); err != nil {
+		return err
+	}
 	if err := f.RegisterPools(ctx); err != nil {
 		return err
 	}
@@ -206,4 +210,23 @@ func (f *Flow) sweep(ctx context.Context, ro RunOptions) error {
 func (f *Flow) claimDue(ctx context.Context, n int) ([]string, error) {
 	now := f.o.Now()
 	return orderstore.ClaimDue(ctx, f.o.Pool, now, now.Add(30*time.Second), n)
+}
+
+// CheckChain refuses a node of another chain than the one the chain follower stored with
+// its cursor (genesis block id and network; docs/chain.md): delegating from the pools on
+// the wrong chain would strand every order. Before the follower stored an identity there
+// is nothing to compare, and the follower does the first check itself.
+func (f *Flow) CheckChain(ctx context.Context) error {
+	stored, ok, err := chainstore.StoredIdentity(ctx, f.o.Pool)
+	if err != nil || !ok {
+		return err
+	}
+	genesis, err := f.o.Node.GetBlockByNum(ctx, 0)
+	if err != nil {
+		return fmt.Errorf("orderflow: the node's genesis block: %w", err)
+	}
+	if node := (chainstore.Identity{GenesisID: genesis.BlockID, Network: string(f.o.Network)}); node != stored {
+		return &chainstore.IdentityError{Stored: stored, Node: node}
+	}
+	return nil
 }
