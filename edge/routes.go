@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
-	"strings"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
@@ -215,8 +213,9 @@ func (s *Server) buildRouter() error {
 			h = notImplemented
 		}
 		r.Handle(e.Method, e.Path, s.adapt(e, h))
-		if !slices.Contains(s.methods, e.Method) {
-			s.methods = append(s.methods, e.Method)
+		if e.Method == "GET" {
+			// HEAD is GET without the body (fasthttp drops it), with the same checks.
+			r.Handle("HEAD", e.Path, s.adapt(e, h))
 		}
 	}
 	for k := range hs {
@@ -224,7 +223,6 @@ func (s *Server) buildRouter() error {
 			return fmt.Errorf("edge: handler for %q has no entry in Endpoints", k)
 		}
 	}
-	slices.Sort(s.methods)
 	s.router = r
 	return nil
 }
@@ -287,15 +285,4 @@ func (s *Server) dispatch(ctx context.Context, rc *fasthttp.RequestCtx, e Endpoi
 		}
 	}
 	return h(ctx, rc)
-}
-
-// allowed lists the methods path takes, for the Allow header of a 405.
-func (s *Server) allowed(path string) string {
-	var out []string
-	for _, m := range s.methods {
-		if h, _ := s.router.Lookup(m, path, nil); h != nil {
-			out = append(out, m)
-		}
-	}
-	return strings.Join(out, ", ")
 }

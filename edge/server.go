@@ -78,7 +78,6 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	router  *router.Router
-	methods []string // every method in the endpoint table, for the Allow header
 	http    *fasthttp.Server
 
 	// base is the parent of every handler context. It is not cancelled when shutdown
@@ -158,6 +157,7 @@ func newServer(opts Options, testHandlers map[string]HandlerFunc) (*Server, erro
 		ErrorHandler:         s.transportErrorWithBudget,
 		Name:                 "rental",
 		MaxRequestBodySize:   opts.MaxBodyBytes,
+		ReadBufferSize:       readBufferSize,
 		ReadTimeout:          opts.ReadTimeout,
 		WriteTimeout:         opts.WriteTimeout,
 		IdleTimeout:          opts.IdleTimeout,
@@ -184,7 +184,7 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info("edge listening on " + ln.Addr().String())
 	errc := make(chan error, 1)
-	go func() { errc <- s.http.Serve(ln) }()
+	go func() { errc <- s.http.Serve(lingerListener{ln}) }()
 
 	select {
 	case err := <-errc:
