@@ -35,6 +35,9 @@ type Endpoint struct {
 	Role string
 	// Class is the per-credential rate class.
 	Class RateClass
+	// SignatureInTx: the handler records the request signature (Principal.Signature) in
+	// the transaction of its write, so the dispatcher does not record it before.
+	SignatureInTx bool
 	// WhileSuspended lets an unsafe method through on a suspended or closed account:
 	// revoking a key and signing out must work when the account is frozen.
 	WhileSuspended bool
@@ -113,7 +116,7 @@ var Endpoints = []Endpoint{
 	{Method: "GET", Path: "/v1/webhooks/{id}/deliveries", Auth: K | S, Scope: scopes.WebhooksRead, Class: ClassManagement}, // not in the spec: docs/webhooks.md
 
 	// Orders.
-	{Method: "POST", Path: "/v1/orders", Auth: K, Scope: scopes.OrdersWrite, Class: ClassOrder},
+	{Method: "POST", Path: "/v1/orders", Auth: K, Scope: scopes.OrdersWrite, Class: ClassOrder, SignatureInTx: true},
 	{Method: "GET", Path: "/v1/orders", Auth: K, Scope: scopes.OrdersRead, Class: ClassRead},
 	{Method: "GET", Path: "/v1/orders/{id}", Auth: K, Scope: scopes.OrdersRead, Class: ClassRead},
 	{Method: "POST", Path: "/v1/orders/{id}/reclaim", Auth: K, Scope: scopes.OrdersWrite, Class: ClassOrder},
@@ -282,6 +285,11 @@ func (s *Server) dispatch(ctx context.Context, rc *fasthttp.RequestCtx, e Endpoi
 		rc.SetUserValue(principalKey, p)
 		if err := s.chargeCredential(ctx, rc, e, p); err != nil {
 			return err
+		}
+		if p.replay != nil && !e.SignatureInTx {
+			if err := p.replay.record(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	return h(ctx, rc)

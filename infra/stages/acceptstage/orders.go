@@ -10,6 +10,7 @@ import (
 	"rental/infra/config"
 	"rental/infra/idempotency"
 	"rental/infra/ledgerstore"
+	"rental/infra/sigstore"
 	"rental/infra/stages/ledgerstage"
 	"rental/infra/tron"
 )
@@ -45,6 +46,7 @@ func Acceptance(cfg config.Config, pool *pgxpool.Pool, prices *acceptance.Prices
 		ForbidProviderSpill: !cfg.Orders.AllowProviderSpill,
 		MarketProviders:     len(cfg.Pricing.Providers),
 		GroupCommitters:     groupCommitters(cfg.Orders.GroupCommitters),
+		Signatures:          sigstore.New(pool, 0), // signed creations' signatures (1009 after a Redis loss)
 		Registerer:          reg,
 		Logger:              log,
 	})

@@ -25,6 +25,7 @@ import (
 	"rental/infra/reqsign/replay"
 	"rental/infra/sessions"
 	"rental/infra/signup"
+	"rental/infra/sigstore"
 	"rental/infra/stages"
 	"rental/infra/stages/acceptstage"
 	"rental/schemas/pricing"
@@ -47,11 +48,12 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		return nil, err
 	}
 	keys, err := edge.NewKeyAuthenticator(edge.KeyAuthOptions{
-		Network:  cfg.Network,
-		Keys:     store,
-		Replay:   replay.New(rdb, redisPrefix, 0),
-		Logger:   log,
-		CacheTTL: cfg.Auth.KeyCacheTTL,
+		Network:    cfg.Network,
+		Keys:       store,
+		Replay:     replay.New(rdb, redisPrefix, 0),
+		Signatures: sigstore.New(pool, 0), // outlives a Redis loss (docs/auth.md)
+		Logger:     log,
+		CacheTTL:   cfg.Auth.KeyCacheTTL,
 	})
 	if err != nil {
 		return nil, err
