@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"rental/infra/depstate"
 	"rental/schemas/apierr"
 )
 
@@ -34,6 +35,17 @@ type envelopeError struct {
 // writeError answers err with the catalogue status.
 func (s *Server) writeError(rc *fasthttp.RequestCtx, err error) {
 	e := apierr.As(err)
+	if e.Code == apierr.InternalError && depstate.NothingStored(err) {
+		// The store refused before anything was sent (connection refused, pool dial
+		// failed): nothing happened, so the client is told to retry, not "outcome unknown".
+		e = apierr.DependencyUnavailable.Wrap(err, "a store this request needs is unavailable; nothing was done, retry later").WithRetryAfter(1)
+	}
+	if e.Code == apierr.DependencyUnavailable {
+		// One log line per outage (depstate), not one per refused request.
+		s.storeState.Observe(err)
+		s.writeErrorStatus(rc, nil, e, e.Code.Status)
+		return
+	}
 	s.writeErrorStatus(rc, err, e, e.Code.Status)
 }
 
@@ -46,7 +58,7 @@ func (s *Server) writeErrorStatus(rc *fasthttp.RequestCtx, err error, e *apierr.
 	if e.Code == apierr.InternalError || msg == "" {
 		msg = e.Code.Desc
 	}
-	if status >= 500 {
+	if status >= 500 && err != nil {
 		s.log.Error("edge: request failed", "request_id", id, "code", e.Code.Code,
 			"method", string(rc.Method()), "path", string(rc.Path()), "err", err)
 	}

@@ -104,7 +104,7 @@ func (p *privateRedis) stop() {
 
 func (p *privateRedis) client() *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", p.port), MaxRetries: -1,
-		DialTimeout: 200 * time.Millisecond})
+		DialTimeout: 200 * time.Millisecond, DialerRetries: 1})
 }
 
 // Across a Redis restart without persistence a replay is refused (1009); while Redis is

@@ -237,7 +237,11 @@ func (s *Server) adapt(e Endpoint, h HandlerFunc) fasthttp.RequestHandler {
 	return func(rc *fasthttp.RequestCtx) {
 		ctx, cancel := s.requestContext()
 		defer cancel()
-		if err := s.dispatch(ctx, rc, e, h); err != nil {
+		err := s.dispatch(ctx, rc, e, h)
+		if err == nil {
+			s.storeState.Observe(nil) // logs the end of an outage once
+		}
+		if err != nil {
 			rc.Response.ResetBody()
 			var se *statusError
 			if errors.As(err, &se) {

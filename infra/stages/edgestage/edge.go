@@ -109,6 +109,9 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Ledger: ledgerAPI.Accounts,
 		Limits: edge.AccountLimits{MaxOrderEnergy: cfg.Orders.MaxOrderEnergy, MaxBatchReceivers: cfg.Batches.MaxReceivers}}
 	limits := edge.RateLimits{Quota: ratelimit.Quota{Daily: cfg.Auth.QuotaDaily, Monthly: cfg.Auth.QuotaMonthly}}
+	if n := cfg.Auth.RateLimitIP; n > 0 {
+		limits.IP = redis_rate.Limit{Rate: n, Burst: n, Period: time.Second}
+	}
 	patchAPI, err := edge.NewAccountPatch(edge.AccountPatchOptions{Accounts: store, Sources: sources, RateLimits: limits})
 	if err != nil {
 		return nil, err
