@@ -4,7 +4,7 @@ PKGS      := ./...
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 export REDIS_URL    ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup run test bench lint build migrate
+.PHONY: setup run test bench lint build migrate fuzz
 
 ## setup: download modules and build every binary once.
 setup:
@@ -18,6 +18,18 @@ run:
 ## test: unit and integration tests against real Postgres, Redis and Kafka over TCP.
 test:
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+## fuzz: every Go fuzz target (func FuzzX in *_test.go) in turn, each for FUZZTIME
+## (default 30s; e.g. make fuzz FUZZTIME=10m). `make test` runs their committed seeds
+## (f.Add and testdata/fuzz); a crash found here is saved under testdata/fuzz: commit it.
+FUZZTIME ?= 30s
+fuzz:
+	@set -e; for dir in $$(git grep -l '^func Fuzz' -- '*_test.go' | xargs -n1 dirname | sort -u); do \
+	  for fn in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go | cut -c6-); do \
+	    echo "fuzz $$dir $$fn ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./$$dir/; \
+	  done; \
+	done
 
 ## bench: benchmarks, each ending with a `bench NAME: VALUE UNIT, ratio R vs REFERENCE` line.
 bench:

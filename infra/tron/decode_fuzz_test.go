@@ -110,3 +110,27 @@ func FuzzNodeAnswers(f *testing.F) {
 		_, _ = c.GetBlockByLimitNext(ctx, 5, 6)
 	})
 }
+
+// FuzzChallengeSignature: signup and session challenges are signed with TIP-191 message
+// signatures. VerifyMessageV2 never panics and accepts only the signer's address.
+func FuzzChallengeSignature(f *testing.F) {
+	k, err := GenerateKey()
+	if err != nil {
+		f.Fatal(err)
+	}
+	msg := []byte("example.com wants you to sign in with your TRON account")
+	sig, err := k.SignMessageV2(msg)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(msg, sig)
+	f.Add(msg, "0x"+sig)
+	f.Add(msg, sig[:len(sig)-2]+"1b")
+	f.Add([]byte{}, "")
+	f.Add(msg, "zz")
+	f.Fuzz(func(t *testing.T, m []byte, s string) {
+		if VerifyMessageV2(m, s, k.Address()) == nil && (string(m) != string(msg)) {
+			t.Fatalf("a signature over %q verified as one by the key over another message", m)
+		}
+	})
+}
