@@ -4,7 +4,7 @@ PKGS      := ./...
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 export REDIS_URL    ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup run test bench lint build migrate screenshots
+.PHONY: setup run test bench lint build migrate screenshots reset fuzz
 
 ## setup: download modules and build every binary once.
 setup:
@@ -23,6 +23,17 @@ test:
 ## (ignored by git), from the browser test on a dev stack. Needs chromium.
 screenshots:
 	SCREENSHOTS_DIR=$(CURDIR)/screenshots $(GO) test -count=1 -run TestDashboardInBrowser ./infra/cmd/devstack/
+## fuzz: every Go fuzz target (func FuzzX in *_test.go) in turn, each for FUZZTIME
+## (default 30s; e.g. make fuzz FUZZTIME=10m). `make test` runs their committed seeds
+## (f.Add and testdata/fuzz); a crash found here is saved under testdata/fuzz: commit it.
+FUZZTIME ?= 30s
+fuzz:
+	@set -e; for dir in $$(git grep -l '^func Fuzz' -- '*_test.go' | xargs -n1 dirname | sort -u); do \
+	  for fn in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go | cut -c6-); do \
+	    echo "fuzz $$dir $$fn ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./$$dir/; \
+	  done; \
+	done
 
 ## bench: benchmarks, each ending with a `bench NAME: VALUE UNIT, ratio R vs REFERENCE` line.
 bench:

@@ -26,6 +26,7 @@ require (
 	github.com/valyala/fasthttp v1.70.0
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sync v0.24.0
+	golang.org/x/time v0.11.0
 	google.golang.org/protobuf v1.36.12
 )
 

@@ -18,6 +18,7 @@ import (
 
 	"rental/infra/accounts"
 	"rental/infra/reqsign"
+	"rental/infra/sigstore"
 	"rental/schemas/apierr"
 	"rental/schemas/events"
 	"rental/schemas/network"
@@ -43,12 +44,23 @@ type ReplayCache interface {
 	Entry(keyID string, sum []byte) (key string, ttl time.Duration)
 }
 
+// SignatureRecorder records a signature's use durably: sigstore.ErrUsed when it was
+// recorded before (infra/sigstore implements it).
+type SignatureRecorder interface {
+	Record(ctx context.Context, sig sigstore.Sig) error
+}
+
 // KeyAuthOptions configure NewKeyAuthenticator.
 type KeyAuthOptions struct {
 	Network network.Network // the host's environment: its key prefix is the only one accepted
 	Keys    KeyLookup       // required
 	Replay  ReplayCache     // required
-	Logger  *slog.Logger    // required
+	// Signatures is the durable record of used signatures (infra/sigstore). With it a
+	// signed write is refused with 1009 even after Redis lost the replay cache's keys,
+	// and a Redis outage does not stop signed writes; without it a write whose replay
+	// check cannot reach Redis is refused with 9003 (docs/auth.md "Replay protection").
+	Signatures SignatureRecorder
+	Logger     *slog.Logger // required
 	// CacheTTL bounds how long a key read from Postgres is reused by this replica (default
 	// 2 s, at most 10 s). It is the bound on how late a revocation, deactivation, allowlist
 	// or account status change takes effect on every replica.
@@ -66,7 +78,8 @@ type KeyAuthOptions struct {
 //  5. key unknown: 1002 (an unknown id is not revealed as such); signature differs: 1002;
 //  6. only then, because they reveal key state to a holder of the secret alone: revoked,
 //     expired or of a closed account: 1006; inactive: 1007; IP not allowed: 1004;
-//  7. signature already used: 1009 (Redis SET NX, every replica).
+//  7. signature already used: 1009 (Redis SET NX, every replica; for writes also the
+//     durable record of infra/sigstore, which outlives a Redis loss).
 //
 // 1005 (scope) and 1008 (suspended account on writes) are the dispatcher's (auth.go).
 type KeyAuthenticator struct {
@@ -191,18 +204,21 @@ func (a *KeyAuthenticator) Authenticate(ctx context.Context, rc *fasthttp.Reques
 	// anything else can answer.
 	a.touch(keyID, now)
 	return &Principal{AccountID: k.AccountID, KeyID: keyID, Scopes: ck.scopes, AccountStatus: k.AccountStatus,
-		replay: &pendingReplay{cache: a.o.Replay, log: a.o.Logger, keyID: keyID, sum: sum, write: unsafeMethod(rc.Method())}}, nil
+		replay: &pendingReplay{cache: a.o.Replay, durable: a.o.Signatures, log: a.o.Logger, keyID: keyID, sum: sum,
+			write: unsafeMethod(rc.Method())}}, nil
 }
 
 // pendingReplay is step 7 of a signed request not made yet: the signature's single use
 // (1009), checked once per request by the dispatcher, alone (check) or inside the rate
-// budget's round trip (ratelimit.Limiter.WindowOnce, then outcome).
+// budget's round trip (ratelimit.Limiter.WindowOnce, then outcome), and for writes
+// recorded durably (record, or the write's own transaction: Endpoint.SignatureInTx).
 type pendingReplay struct {
-	cache ReplayCache
-	log   *slog.Logger
-	keyID string
-	sum   []byte
-	write bool // the method changes something: fail closed without the cache
+	cache   ReplayCache
+	durable SignatureRecorder // nil: Redis alone
+	log     *slog.Logger
+	keyID   string
+	sum     []byte
+	write   bool // the method changes something: fail closed without any record
 }
 
 // check records the signature's use alone.
@@ -211,21 +227,39 @@ func (r *pendingReplay) check(ctx context.Context) error {
 	return r.outcome(first, err)
 }
 
-// outcome answers the request from the record of its signature's use: first, or the
-// error of the cache.
+// outcome answers the request from the Redis record of its signature's use: first, or
+// the error of the cache.
 func (r *pendingReplay) outcome(first bool, err error) error {
 	switch {
-	case err != nil && r.write:
-		// Fail closed on writes: without the replay cache a captured write could be
-		// replayed within the skew window. Reads fail open: replaying a read changes nothing.
-		return apierr.InternalError.Wrap(err, "replay cache unavailable")
+	case err != nil && r.write && r.durable == nil:
+		// Fail closed on writes: without any record a captured write could be replayed
+		// within the skew window. Nothing was done: 9003, retry later.
+		return apierr.DependencyUnavailable.Wrap(err, "the replay cache is unavailable; nothing was done").WithRetryAfter(1)
 	case err != nil:
-		r.log.Warn("edge: replay cache unavailable; read accepted without replay check", "err", err)
+		// Reads fail open (replaying a read changes nothing); writes are guarded by the
+		// durable record (record), made before or with the write.
 	case !first:
 		return apierr.ReplayedSignature.New("this signature was already used; sign each attempt with a fresh timestamp")
 	}
 	return nil
 }
+
+// record makes a write's durable record before the write runs: 1009 when the signature
+// was recorded before, 9003 when Postgres does not answer (nothing was done).
+func (r *pendingReplay) record(ctx context.Context) error {
+	if !r.write || r.durable == nil {
+		return nil
+	}
+	switch err := r.durable.Record(ctx, r.sig()); {
+	case errors.Is(err, sigstore.ErrUsed):
+		return apierr.ReplayedSignature.New("this signature was already used; sign each attempt with a fresh timestamp")
+	case err != nil:
+		return apierr.DependencyUnavailable.Wrap(err, "the signature record is unavailable; nothing was done").WithRetryAfter(1)
+	}
+	return nil
+}
+
+func (r *pendingReplay) sig() sigstore.Sig { return sigstore.Sig{KeyID: r.keyID, Sum: r.sum} }
 
 var canonicalPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 

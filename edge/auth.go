@@ -35,6 +35,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"rental/infra/sigstore"
 	"rental/schemas/apierr"
 )
 
@@ -127,6 +128,15 @@ type Module interface {
 }
 
 const principalKey = "edge.principal"
+
+// Signature is the request signature that authenticated p (zero for other credentials),
+// for a write that records it in its own transaction (Endpoint.SignatureInTx).
+func (p *Principal) Signature() sigstore.Sig {
+	if p == nil || p.replay == nil {
+		return sigstore.Sig{}
+	}
+	return p.replay.sig()
+}
 
 // PrincipalFrom returns the authenticated caller, or nil for an anonymous call.
 func PrincipalFrom(rc *fasthttp.RequestCtx) *Principal {

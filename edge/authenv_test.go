@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
 	"github.com/valyala/fasthttp"
 
 	"rental/infra/accounts"
@@ -22,6 +23,7 @@ import (
 	"rental/infra/ratelimit"
 	"rental/infra/reqsign"
 	"rental/infra/reqsign/replay"
+	"rental/infra/sigstore"
 	"rental/infra/testenv"
 	"rental/infra/tron"
 	"rental/schemas/network"
@@ -52,6 +54,10 @@ type authEnvOptions struct {
 	redisPfx   string
 	noLimiter  bool
 	skipServer bool
+	// durable records used signatures in Postgres too (infra/sigstore).
+	durable bool
+	// rdb replaces the shared test Redis (a private redis-server), keys without prefix.
+	rdb *redis.Client
 }
 
 var testMasterKey = []byte("0123456789abcdef0123456789abcdef")
@@ -69,7 +75,13 @@ func newAuthEnv(t testing.TB, o authEnvOptions) *authEnv {
 		o.limits = roomyLimits
 	}
 	env := &authEnv{opts: o}
-	rdb, prefix := testenv.Redis(t)
+	var rdb *redis.Client
+	var prefix string
+	if o.rdb != nil {
+		rdb, prefix = o.rdb, "p:"
+	} else {
+		rdb, prefix = testenv.Redis(t)
+	}
 	if o.shareWith != nil {
 		env.db = o.shareWith.db
 		prefix = o.shareWith.opts.redisPfx
@@ -84,9 +96,13 @@ func newAuthEnv(t testing.TB, o authEnvOptions) *authEnv {
 	}
 	env.store = store
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	env.keys, err = NewKeyAuthenticator(KeyAuthOptions{
+	ko := KeyAuthOptions{
 		Network: network.Nile, Keys: store, Replay: replay.New(rdb, prefix, 0), Logger: log, CacheTTL: o.cacheTTL,
-	})
+	}
+	if o.durable {
+		ko.Signatures = sigstore.New(env.db.Pool, 0)
+	}
+	env.keys, err = NewKeyAuthenticator(ko)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func TestUnknownRouteEnvelope(t *testing.T) {
 	ts := startServer(t)
 	for _, path := range []string{"/v1/nope", "/v2/status", "/", "/v1/status/", "/V1/STATUS", "/v1/orders/abc/nope"} {
 		r := ts.do(t, "GET", path, "", "")
-		e := wantError(t, r, 404, 2001, "validation_failed", "path")
+		e := wantError(t, r, 404, 2050, "route_not_found", "path")
 		d, _ := e["details"].(map[string]any)
 		if d["constraint"] != "unknown_route" || e["retryable"] != false {
 			t.Errorf("%s: details %v retryable %v", path, d, e["retryable"])
@@ -87,17 +87,18 @@ func TestUnknownRouteEnvelope(t *testing.T) {
 func TestWrongMethodEnvelope(t *testing.T) {
 	ts := startServer(t)
 	cases := map[string]string{
-		"POST /v1/status":            "GET",
-		"PUT /v1/session":            "DELETE, GET, POST",
-		"OPTIONS /v1/orders":         "GET, POST",
-		"GET /v1/orders/o_1/reclaim": "POST",
-		"POST /v1/subscriptions/s_1": "DELETE, GET, PATCH",
-		"PATCH /v1/market/history":   "GET",
+		"POST /v1/status":             "GET, HEAD",
+		"PUT /v1/session":             "DELETE, GET, HEAD, POST",
+		"OPTIONS /v1/orders":          "GET, HEAD, POST",
+		"GET /v1/orders/o_1/reclaim":  "POST",
+		"POST /v1/subscriptions/s_1":  "DELETE, GET, HEAD, PATCH",
+		"PATCH /v1/market/history":    "GET, HEAD",
+		"PUT /v1/subscriptions/plans": "GET, HEAD",
 	}
 	for req, allow := range cases {
 		method, path, _ := strings.Cut(req, " ")
 		r := ts.do(t, method, path, "", "")
-		e := wantError(t, r, 405, 2001, "validation_failed", "method")
+		e := wantError(t, r, 405, 2051, "method_not_allowed", "method")
 		if got := r.header.Get("Allow"); got != allow {
 			t.Errorf("%s: Allow %q, want %q", req, got, allow)
 		}

@@ -8,14 +8,14 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"rental/infra/depstate"
 	"rental/schemas/apierr"
 )
 
 // This file is the ONE place where errors become HTTP responses. Handlers return errors;
 // apierr.As classifies them: an *apierr.Error (or a bare *apierr.Code) keeps its code,
-// anything else is 9000 internal_error. The HTTP status comes from the catalogue row,
-// except for the two routing answers (404 unknown route, 405 wrong method) documented in
-// docs/errors.md.
+// anything else is 9000 internal_error. The HTTP status comes from the catalogue row
+// (statusError in routes.go overrides it for an unknown object id in a path).
 
 // envelope is the spec's error body.
 type envelope struct {
@@ -35,6 +35,17 @@ type envelopeError struct {
 // writeError answers err with the catalogue status.
 func (s *Server) writeError(rc *fasthttp.RequestCtx, err error) {
 	e := apierr.As(err)
+	if e.Code == apierr.InternalError && depstate.NothingStored(err) {
+		// The store refused before anything was sent (connection refused, pool dial
+		// failed): nothing happened, so the client is told to retry, not "outcome unknown".
+		e = apierr.DependencyUnavailable.Wrap(err, "a store this request needs is unavailable; nothing was done, retry later").WithRetryAfter(1)
+	}
+	if e.Code == apierr.DependencyUnavailable {
+		// One log line per outage (depstate), not one per refused request.
+		s.storeState.Observe(err)
+		s.writeErrorStatus(rc, nil, e, e.Code.Status)
+		return
+	}
 	s.writeErrorStatus(rc, err, e, e.Code.Status)
 }
 
@@ -47,7 +58,7 @@ func (s *Server) writeErrorStatus(rc *fasthttp.RequestCtx, err error, e *apierr.
 	if e.Code == apierr.InternalError || msg == "" {
 		msg = e.Code.Desc
 	}
-	if status >= 500 {
+	if status >= 500 && err != nil {
 		s.log.Error("edge: request failed", "request_id", id, "code", e.Code.Code,
 			"method", string(rc.Method()), "path", string(rc.Path()), "err", err)
 	}
@@ -80,21 +91,20 @@ func (s *Server) writeErrorStatus(rc *fasthttp.RequestCtx, err error, e *apierr.
 	rc.SetBody(b)
 }
 
-// notFound answers a path no route matches: 404 with 2001 validation_failed on "path".
+// notFound answers a path no route matches: 404 2050 route_not_found on "path".
 func (s *Server) notFound(rc *fasthttp.RequestCtx) {
-	e := apierr.ValidationFailed.New("no such endpoint: "+string(rc.Method())+" "+string(rc.Path())).
-		WithField("path").With("constraint", "unknown_route")
-	s.writeErrorStatus(rc, e, e, fasthttp.StatusNotFound)
+	s.writeError(rc, apierr.RouteNotFound.New("no such endpoint: "+string(rc.Method())+" "+string(rc.Path())).
+		WithField("path").With("constraint", "unknown_route"))
 }
 
-// methodNotAllowed answers a known path with a method it does not take: 405 with an Allow
-// header and 2001 validation_failed on "method".
+// methodNotAllowed answers a known path with a method it does not take: 405 2051
+// method_not_allowed with an Allow header naming the methods of the route that serves the
+// path (a static route such as /v1/subscriptions/plans, not the {id} route it shadows).
 func (s *Server) methodNotAllowed(rc *fasthttp.RequestCtx) {
 	allow := s.allowed(string(rc.Request.URI().PathOriginal()))
 	rc.Response.Header.Set("Allow", allow)
-	e := apierr.ValidationFailed.New(string(rc.Method())+" is not allowed here; allowed: "+allow).
-		WithField("method").With("constraint", "method_not_allowed").With("allowed", allow)
-	s.writeErrorStatus(rc, e, e, fasthttp.StatusMethodNotAllowed)
+	s.writeError(rc, apierr.MethodNotAllowed.New(string(rc.Method())+" is not allowed here; allowed: "+allow).
+		WithField("method").With("constraint", "method_not_allowed").With("allowed", allow))
 }
 
 // transportError answers requests fasthttp could not read, before any handler ran: a body
@@ -110,16 +120,20 @@ func (s *Server) transportError(rc *fasthttp.RequestCtx, err error) {
 	var netErr net.Error
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		e = apierr.ValidationFailed.Newf("request body larger than %d bytes", s.opts.MaxBodyBytes).
+		e = apierr.BodyTooLarge.Newf("request body larger than %d bytes", s.opts.MaxBodyBytes).
 			WithField("body").With("constraint", "max_bytes").With("max_bytes", s.opts.MaxBodyBytes)
 	case errors.As(err, &small):
-		e = apierr.ValidationFailed.New("request headers too large").With("constraint", "header_size")
+		e = apierr.HeadersTooLarge.Newf("request line and headers larger than %d bytes", readBufferSize).
+			With("constraint", "header_size")
 	case errors.As(err, &netErr) && netErr.Timeout():
 		// Nothing was done, so this is not 9001 (outcome unknown); the client was too slow.
 		e = apierr.ValidationFailed.New("request not received in time").With("constraint", "read_timeout")
 	default:
 		e = apierr.ValidationFailed.New("malformed HTTP request").With("constraint", "http_syntax")
 	}
+	// The connection is closed after this answer, possibly with much of the request still
+	// unread: drain it first so the client reads the answer instead of a reset.
+	lingerOnClose(rc.Conn())
 	s.metrics.requests.WithLabelValues(routeUnmatched, methodLabel(rc.Method()), strconv.Itoa(e.Code.Status)).Inc()
 	s.writeError(rc, e)
 }

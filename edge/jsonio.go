@@ -7,7 +7,9 @@ import (
 	"io"
 	"mime"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/valyala/fasthttp"
 
@@ -49,8 +51,9 @@ func Invalid(field, constraint, message string) *apierr.Error {
 //     malformed_json, details.constraint "content_type".
 //   - The body must be one JSON value with nothing after it: else 2000 malformed_json
 //     (details.offset when the parser knows where).
+//   - A key repeated in one object gives 2000 malformed_json, constraint "duplicate_key".
 //   - An unknown field gives 2001 validation_failed, field = its name, constraint
-//     "unknown_field"; a value of the wrong type gives 2001 with field = the dotted path
+//     "unknown_field"; keys match field names exactly (case-sensitively); a value of the wrong type gives 2001 with field = the dotted path
 //     (e.g. "receivers.0.amount" style as reported by encoding/json, "a.b" for nesting),
 //     constraint "type" and details.expected (string, integer, number, boolean, object,
 //     array).
@@ -64,6 +67,9 @@ func DecodeJSON(rc *fasthttp.RequestCtx, dst any) error {
 	body := rc.Request.Body()
 	if len(bytes.TrimSpace(body)) == 0 {
 		return apierr.MalformedJSON.New("request body is empty; a JSON object is required")
+	}
+	if err := strictKeys(body, reflect.TypeOf(dst)); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -147,4 +153,141 @@ func jsonKind(t reflect.Type) string {
 		return "object"
 	}
 	return t.String()
+}
+
+// errNotJSON stops strictKeys on input that is not JSON; Decode then reports it.
+var errNotJSON = errors.New("not JSON")
+
+// strictKeys refuses what encoding/json would read leniently: a key repeated in one
+// object (2000 malformed_json, constraint "duplicate_key"; encoding/json keeps the last)
+// and a key that names a field only when compared case-insensitively (2001
+// validation_failed, constraint "unknown_field"; encoding/json would fold "AMOUNT" onto
+// amount). A signer and a server reading the same bytes differently is how a signed body
+// comes to mean something its author did not sign. t is the type Decode will fill; inside
+// values whose type decodes itself (json.Unmarshaler, json.RawMessage, any) only
+// duplicates are checked.
+func strictKeys(body []byte, t reflect.Type) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	err := walkJSON(dec, t)
+	if errors.Is(err, errNotJSON) {
+		return nil
+	}
+	return err
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+func walkJSON(dec *json.Decoder, t reflect.Type) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t != nil && (reflect.PointerTo(t).Implements(unmarshalerType) || t.Kind() == reflect.Interface) {
+		t = nil
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return errNotJSON
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	switch d {
+	case '{':
+		var fields map[string]reflect.Type
+		var elem reflect.Type
+		if t != nil {
+			switch t.Kind() {
+			case reflect.Struct:
+				fields = jsonFields(t)
+			case reflect.Map:
+				elem = t.Elem()
+			}
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return errNotJSON
+			}
+			key, ok := kt.(string)
+			if !ok {
+				return errNotJSON
+			}
+			if seen[key] {
+				return apierr.MalformedJSON.New("key "+strconv.Quote(key)+" appears twice in one object").
+					WithField(key).With("constraint", "duplicate_key")
+			}
+			seen[key] = true
+			next := elem
+			if fields != nil {
+				ft, ok := fields[key]
+				if !ok {
+					return apierr.ValidationFailed.New("unknown field "+key+" (keys are case-sensitive)").
+						WithField(key).With("constraint", "unknown_field")
+				}
+				next = ft
+			}
+			if err := walkJSON(dec, next); err != nil {
+				return err
+			}
+		}
+	case '[':
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for dec.More() {
+			if err := walkJSON(dec, elem); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing delimiter
+		return errNotJSON
+	}
+	return nil
+}
+
+var jsonFieldCache sync.Map // reflect.Type -> map[string]reflect.Type
+
+// jsonFields maps the exact JSON names of struct t's fields (embedded structs' promoted
+// fields included) to their types, as encoding/json names them.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := jsonFieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for k, v := range jsonFields(ft) {
+					if _, dup := m[k]; !dup {
+						m[k] = v
+					}
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		m[name] = f.Type
+	}
+	jsonFieldCache.Store(t, m)
+	return m
 }

@@ -66,6 +66,11 @@ func TestDecodeJSON(t *testing.T) {
 		{"array element wrong type", ct, `{"resource":"energy","tags":[1]}`, 2001, "validation_failed", "tags", "type"},
 		{"array instead of object", ct, `[1,2]`, 2001, "validation_failed", nil, "type"},
 		{"missing required field", ct, `{"amount":1}`, 2001, "validation_failed", "resource", "required"},
+		{"duplicate key", ct, `{"resource":"energy","amount":65000,"amount":-1}`, 2000, "malformed_json", "amount", "duplicate_key"},
+		{"duplicate nested key", ct, `{"resource":"energy","receiver":{"address":"T1","address":"T2"}}`, 2000, "malformed_json", "address", "duplicate_key"},
+		{"differently cased key", ct, `{"resource":"energy","amount":65000,"AMOUNT":-1}`, 2001, "validation_failed", "AMOUNT", "unknown_field"},
+		{"cased key alone", ct, `{"Resource":"energy"}`, 2001, "validation_failed", "Resource", "unknown_field"},
+		{"cased nested key", ct, `{"resource":"energy","receiver":{"Address":"T1"}}`, 2001, "validation_failed", "Address", "unknown_field"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -94,7 +99,7 @@ func TestBodyLimit(t *testing.T) {
 	ts := decodeServer(t, withOptions(func(o *Options) { o.MaxBodyBytes = 1024 }))
 	big := `{"resource":"` + strings.Repeat("e", 2000) + `"}`
 	r := ts.do(t, "POST", "/v1/quotes", "application/json", big)
-	e := wantError(t, r, 400, 2001, "validation_failed", "body")
+	e := wantError(t, r, 413, 2052, "body_too_large", "body")
 	if d, _ := e["details"].(map[string]any); d["constraint"] != "max_bytes" || d["max_bytes"] != float64(1024) {
 		t.Errorf("details %v", d)
 	}

@@ -29,7 +29,8 @@ func RequestID(rc *fasthttp.RequestCtx) string {
 //  2. access metrics: observe the final status, including recovered panics;
 //  3. panic recovery: a panicking handler answers 9000 in the envelope;
 //  4. the per-IP budget, charged for every request (unknown routes too) before any
-//     authentication work, so RateLimit-* headers are on every response.
+//     authentication work, so RateLimit-* headers are on every response;
+//  5. framing checks (transport.go): target length, Content-Encoding, bodies on GET.
 func (s *Server) middleware(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(rc *fasthttp.RequestCtx) {
 		id := requestIDFor(rc.Request.Header.Peek(HeaderRequestID))
@@ -60,6 +61,9 @@ func (s *Server) middleware(next fasthttp.RequestHandler) fasthttp.RequestHandle
 		ctx, cancel := s.requestContext()
 		err := s.chargeIP(ctx, rc)
 		cancel()
+		if err == nil {
+			err = requestChecks(rc)
+		}
 		if err != nil {
 			s.writeError(rc, err)
 			return

@@ -168,6 +168,7 @@ func (m *Orders) createOrder(ctx context.Context, rc *fasthttp.RequestCtx) error
 	if err != nil {
 		return err
 	}
+	req.Signature = p.Signature() // recorded in the creation's transaction
 	res, err := m.o.Acceptance.Accept(ctx, p.AccountID, req)
 	if err != nil {
 		return err

@@ -88,17 +88,17 @@ func writeRateHeaders(rc *fasthttp.RequestCtx) {
 	h.Set(HeaderRateReset, strconv.Itoa(ratelimit.Seconds(d.Reset)))
 }
 
-// failOpen is the answer when Redis does not: the request goes through uncounted, and the
-// headers show the whole budget (nothing was counted). Budgets are fairness, not security,
-// and Redis holds only what may be lost; refusing all traffic because Redis is down would
-// turn a cache outage into an API outage. The failure is logged at most every 10 s.
-func (s *Server) failOpen(rc *fasthttp.RequestCtx, what string, limit int, err error) {
-	now := time.Now().UnixNano()
-	if last := s.rateLogAt.Load(); now-last > int64(10*time.Second) && s.rateLogAt.CompareAndSwap(last, now) {
-		s.log.Warn("edge: rate limiter unavailable, failing open", "budget", what, "err", err)
-	}
+// fallback answers a budget when Redis does not: the replica's own in-memory budget of
+// the same size (ratelimit.Local) decides instead. Budgets are fairness, not security, and
+// Redis holds only what may be lost; refusing all traffic because Redis is down would
+// turn a cache outage into an API outage, and letting everything through would turn it
+// into a flood. Redis' state changes are logged once each (depstate).
+func (s *Server) fallback(rc *fasthttp.RequestCtx, key string, perSecond float64, burst int, err error) ratelimit.Decision {
+	s.redisState.Observe(err)
 	s.limiterErrors.Inc()
-	setRateHeaders(rc, ratelimit.Decision{Allowed: true, Limit: limit, Remaining: limit, Reset: time.Second})
+	d := s.local.Allow(key, perSecond, burst)
+	setRateHeaders(rc, d)
+	return d
 }
 
 // chargeIP charges the per-IP budget; it runs in the middleware for every request.
@@ -107,12 +107,14 @@ func (s *Server) chargeIP(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		return nil
 	}
 	lim := s.opts.RateLimits.IP
-	d, err := s.opts.Limiter.GCRA(ctx, "ip:"+ClientIP(rc).String(), lim)
+	key := "ip:" + ClientIP(rc).String()
+	d, err := s.opts.Limiter.GCRA(ctx, key, lim)
 	if err != nil {
-		s.failOpen(rc, "ip", lim.Burst, err)
-		return nil
+		d = s.fallback(rc, key, float64(lim.Rate)/lim.Period.Seconds(), lim.Burst, err)
+	} else {
+		s.redisState.Observe(nil)
+		setRateHeaders(rc, d)
 	}
-	setRateHeaders(rc, d)
 	if !d.Allowed {
 		return rateLimited(d, "per-IP budget exceeded")
 	}
@@ -147,12 +149,13 @@ func (s *Server) chargeCredential(ctx context.Context, rc *fasthttp.RequestCtx, 
 			d, err = s.opts.Limiter.Window(ctx, string(e.Class)+":"+id, n, time.Second)
 		}
 		if err != nil {
-			s.failOpen(rc, string(e.Class), n, err)
+			d = s.fallback(rc, string(e.Class)+":"+id, float64(n), n, err)
 		} else {
+			s.redisState.Observe(nil)
 			setRateHeaders(rc, d)
-			if !d.Allowed {
-				return rateLimited(d, "per-"+p.Via.String()+" "+string(e.Class)+" budget exceeded")
-			}
+		}
+		if !d.Allowed {
+			return rateLimited(d, "per-"+p.Via.String()+" "+string(e.Class)+" budget exceeded")
 		}
 	}
 	if s.opts.Limiter == nil {
@@ -161,7 +164,9 @@ func (s *Server) chargeCredential(ctx context.Context, rc *fasthttp.RequestCtx, 
 	if q := s.opts.RateLimits.Quota; q.On() && p.AccountID != "" {
 		qd, err := s.opts.Limiter.ChargeQuota(ctx, p.AccountID, q, time.Now())
 		if err != nil {
-			s.failOpen(rc, "quota", 0, err)
+			// Quotas fail open: a per-replica count of a day would be meaningless.
+			s.redisState.Observe(err)
+			s.limiterErrors.Inc()
 			return nil
 		}
 		if !qd.Allowed {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
-	"strings"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
@@ -36,6 +34,9 @@ type Endpoint struct {
 	Role string
 	// Class is the per-credential rate class.
 	Class RateClass
+	// SignatureInTx: the handler records the request signature (Principal.Signature) in
+	// the transaction of its write, so the dispatcher does not record it before.
+	SignatureInTx bool
 	// WhileSuspended lets an unsafe method through on a suspended or closed account:
 	// revoking a key and signing out must work when the account is frozen.
 	WhileSuspended bool
@@ -117,7 +118,7 @@ var Endpoints = []Endpoint{
 	{Method: "GET", Path: "/v1/webhooks/{id}/deliveries", Auth: K | S, Scope: scopes.WebhooksRead, Class: ClassManagement}, // not in the spec: docs/webhooks.md
 
 	// Orders.
-	{Method: "POST", Path: "/v1/orders", Auth: K | S, Scope: scopes.OrdersWrite, Class: ClassOrder},
+	{Method: "POST", Path: "/v1/orders", Auth: K | S, Scope: scopes.OrdersWrite, Class: ClassOrder, SignatureInTx: true},
 	{Method: "GET", Path: "/v1/orders", Auth: K | S, Scope: scopes.OrdersRead, Class: ClassRead},
 	{Method: "GET", Path: "/v1/orders/{id}", Auth: K | S, Scope: scopes.OrdersRead, Class: ClassRead},
 	{Method: "POST", Path: "/v1/orders/{id}/reclaim", Auth: K | S, Scope: scopes.OrdersWrite, Class: ClassOrder},
@@ -218,8 +219,9 @@ func (s *Server) buildRouter() error {
 			h = notImplemented
 		}
 		r.Handle(e.Method, e.Path, s.adapt(e, h))
-		if !slices.Contains(s.methods, e.Method) {
-			s.methods = append(s.methods, e.Method)
+		if e.Method == "GET" {
+			// HEAD is GET without the body (fasthttp drops it), with the same checks.
+			r.Handle("HEAD", e.Path, s.adapt(e, h))
 		}
 	}
 	s.mountDashboard(r)
@@ -228,7 +230,6 @@ func (s *Server) buildRouter() error {
 			return fmt.Errorf("edge: handler for %q has no entry in Endpoints", k)
 		}
 	}
-	slices.Sort(s.methods)
 	s.router = r
 	return nil
 }
@@ -240,7 +241,11 @@ func (s *Server) adapt(e Endpoint, h HandlerFunc) fasthttp.RequestHandler {
 	return func(rc *fasthttp.RequestCtx) {
 		ctx, cancel := s.requestContext()
 		defer cancel()
-		if err := s.dispatch(ctx, rc, e, h); err != nil {
+		err := s.dispatch(ctx, rc, e, h)
+		if err == nil {
+			s.storeState.Observe(nil) // logs the end of an outage once
+		}
+		if err != nil {
 			rc.Response.ResetBody()
 			s.writeError(rc, err)
 		}
@@ -271,17 +276,11 @@ func (s *Server) dispatch(ctx context.Context, rc *fasthttp.RequestCtx, e Endpoi
 		if err := s.chargeCredential(ctx, rc, e, p); err != nil {
 			return err
 		}
-	}
-	return h(ctx, rc)
-}
-
-// allowed lists the methods path takes, for the Allow header of a 405.
-func (s *Server) allowed(path string) string {
-	var out []string
-	for _, m := range s.methods {
-		if h, _ := s.router.Lookup(m, path, nil); h != nil {
-			out = append(out, m)
+		if p.replay != nil && !e.SignatureInTx {
+			if err := p.replay.record(ctx); err != nil {
+				return err
+			}
 		}
 	}
-	return strings.Join(out, ", ")
+	return h(ctx, rc)
 }

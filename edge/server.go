@@ -11,13 +11,13 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/router"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"rental/infra/depstate"
 	"rental/infra/idempotency"
 	"rental/infra/ratelimit"
 	"rental/schemas/network"
@@ -80,7 +80,6 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	router  *router.Router
-	methods []string // every method in the endpoint table, for the Allow header
 	http    *fasthttp.Server
 
 	// base is the parent of every handler context. It is not cancelled when shutdown
@@ -89,8 +88,10 @@ type Server struct {
 	base       context.Context
 	cancelBase context.CancelFunc
 
-	limiterErrors prometheus.Counter // budget checks that failed open
-	rateLogAt     atomic.Int64       // last fail-open log line, unix ns
+	limiterErrors prometheus.Counter // budget checks Redis did not answer
+	local         *ratelimit.Local   // the budgets while Redis is down
+	redisState    *depstate.Tracker  // one log line per change of Redis' state
+	storeState    *depstate.Tracker  // the same for 9003 answers (a store refused)
 
 	// testHandlers replaces entries of the handler map (tests only, set before routing).
 	testHandlers map[string]HandlerFunc
@@ -144,9 +145,11 @@ func newServer(opts Options, testHandlers map[string]HandlerFunc) (*Server, erro
 	}
 	s := &Server{opts: opts, log: opts.Logger.With("stage", "edge"), metrics: m, testHandlers: testHandlers}
 	s.authOff = testHandlers != nil && opts.Keys == nil && opts.Bootstrap == nil && opts.Sessions == nil
+	s.local, s.redisState = ratelimit.NewLocal(), depstate.New("redis", s.log)
+	s.storeState = depstate.New("a store (postgres or redis)", s.log)
 	s.limiterErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "edge_rate_limiter_errors_total",
-		Help: "Rate-limit and quota checks that failed (Redis unavailable) and were let through.",
+		Help: "Rate-limit and quota checks Redis did not answer (decided by the replica's in-memory budgets; quotas let through).",
 	})
 	if err := opts.Registerer.Register(s.limiterErrors); err != nil {
 		return nil, fmt.Errorf("edge: register metrics: %w", err)
@@ -160,6 +163,7 @@ func newServer(opts Options, testHandlers map[string]HandlerFunc) (*Server, erro
 		ErrorHandler:         s.transportErrorWithBudget,
 		Name:                 "rental",
 		MaxRequestBodySize:   opts.MaxBodyBytes,
+		ReadBufferSize:       readBufferSize,
 		ReadTimeout:          opts.ReadTimeout,
 		WriteTimeout:         opts.WriteTimeout,
 		IdleTimeout:          opts.IdleTimeout,
@@ -186,7 +190,7 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info("edge listening on " + ln.Addr().String())
 	errc := make(chan error, 1)
-	go func() { errc <- s.http.Serve(ln) }()
+	go func() { errc <- s.http.Serve(lingerListener{ln}) }()
 
 	select {
 	case err := <-errc:

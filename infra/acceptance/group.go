@@ -10,9 +10,10 @@ package acceptance
 //     their live energy (under RECEIVER_MAX_ENERGY), the accounts' ledger rows locked (FOR
 //     UPDATE, in account order) with their funds, which client_order_ids have a record,
 //     and the accounts' in-flight counts;
+//     and which of the orders' request signatures are recorded (used_signatures);
 //  2. for the orders it admits: the holds (one UPDATE of the accounts, one INSERT of the
 //     holds), the orders and their intents, the idempotency records with the 201 bodies,
-//     and COMMIT.
+//     the signatures' records, and COMMIT.
 //
 // Each order keeps the guarantee of the one-by-one path: its record, hold, row and intent
 // commit together or not at all. The committer admits only the plain case: a fresh
@@ -44,6 +45,7 @@ import (
 	promreg "rental/infra/metrics"
 	"rental/infra/orderstore"
 	"rental/infra/pg"
+	"rental/infra/sigstore"
 	"rental/schemas/orders"
 )
 
@@ -68,8 +70,9 @@ type groupEntry struct {
 	n    orderstore.NewOrder
 	key  idempotency.Key
 	hash []byte
-	body []byte     // the stored 201 body once done is nil
-	done chan error // nil: created; errDeclined: the caller runs the one-by-one path
+	sig  sigstore.Sig // recorded with the order (zero: unsigned)
+	body []byte       // the stored 201 body once done is nil
+	done chan error   // nil: created; errDeclined: the caller runs the one-by-one path
 }
 
 // groupCommitter batches creations; committers are goroutines started on demand.
@@ -250,6 +253,19 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 	locked := m.o.Ledger.QueueLockAccounts(b, accounts)
 	existing := m.o.Idempotency.QueueExisting(b, keys)
 	inFlight := orderstore.QueueInFlight(b, accounts, m.o.MaxInFlight)
+	// Signatures recorded before: those orders go one by one, which answers 1009.
+	var sigs []sigstore.Sig
+	if m.o.Signatures != nil {
+		for _, e := range cands {
+			if !e.sig.IsZero() {
+				sigs = append(sigs, e.sig)
+			}
+		}
+	}
+	var usedSigs *sigstore.QueuedExisting
+	if len(sigs) > 0 {
+		usedSigs = m.o.Signatures.QueueExisting(b, sigs)
+	}
 	// The transaction is begun in this batch and committed in the write batch (BEGIN and
 	// COMMIT ride along), so it costs two round trips; on any error it is rolled back, and
 	// a connection that cannot be is dropped by the pool.
@@ -271,6 +287,8 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 		switch {
 		case existing.Has(e.key):
 			reason = "key_recorded"
+		case usedSigs != nil && !e.sig.IsZero() && usedSigs.Has(e.sig):
+			reason = "signature_used"
 		case ours(e.n.Receiver):
 			reason = "receiver_ours"
 		case !ok || total > f.Available()-taken[acc]:
@@ -315,6 +333,17 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 			Response: idempotency.Response{Status: http.StatusCreated, Body: e.body, ObjectID: e.n.ID}}
 	}
 	m.o.Idempotency.QueueInsertDone(b, done)
+	if usedSigs != nil {
+		var rec []sigstore.Sig
+		for _, e := range admitted {
+			if !e.sig.IsZero() {
+				rec = append(rec, e.sig)
+			}
+		}
+		if len(rec) > 0 {
+			m.o.Signatures.QueueInsertMany(b, rec)
+		}
+	}
 	// A balance crossing its low threshold has writes of its own (and balance.low) after
 	// the holds: then COMMIT is a round trip of its own.
 	low := m.o.Ledger.LowBalanceChanges(locked, holds)

@@ -24,6 +24,7 @@ import (
 	"rental/infra/ledgerstore"
 	"rental/infra/orderstore"
 	"rental/infra/quotes"
+	"rental/infra/sigstore"
 	"rental/infra/tron"
 	"rental/schemas/apierr"
 	"rental/schemas/network"
@@ -74,6 +75,10 @@ type Options struct {
 	// Backlog is delivery's backlog (orderstore.Backlog): while it is behind, Accept and
 	// batch creation refuse with 5050 (CheckBacklog). Nil: never refused for it.
 	Backlog Backlog
+	// Signatures records the signature of each signed creation (Request.Signature) in the
+	// creation's transaction, so a replay is refused (1009) even after the Redis replay
+	// cache lost its keys. nil records nothing.
+	Signatures *sigstore.Store
 	// Registerer receives the group commit's metrics (default: Prometheus' default).
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger     // default: discard
@@ -167,7 +172,11 @@ type Request struct {
 	Activate      bool
 	QuoteID       string
 	MaxPriceSun   *int64
-	activation    *Activation // the receiver's state, read before the transaction (not hashed)
+	// Signature is the request signature that authorised the creation (not hashed: a
+	// verbatim retry is signed afresh). With Options.Signatures it is recorded in the
+	// creation's transaction; a signature recorded before is 1009.
+	Signature  sigstore.Sig
+	activation *Activation // the receiver's state, read before the transaction (not hashed)
 }
 
 // Hash fingerprints the order for the idempotency record: the parsed fields with the
@@ -242,9 +251,16 @@ func (m *Orders) Accept(ctx context.Context, accountID string, req Request) (Acc
 		b := &pgx.Batch{}
 		claim := m.o.Idempotency.QueueClaim(b, key, req.Hash())
 		ours := m.queueReceiverCheck(b, req.Receiver)
+		var sig *sigstore.Queued
+		if m.o.Signatures != nil && !req.Signature.IsZero() {
+			sig = m.o.Signatures.QueueRecord(b, req.Signature)
+		}
 		c, err := claim.Result(ctx, tx, tx.SendBatch(ctx, b).Close())
 		if err != nil {
 			return err
+		}
+		if sig != nil && sig.Err() != nil {
+			return replayed()
 		}
 		if c.Replay != nil {
 			out = Accepted{Body: c.Replay.Body, Replayed: true}
@@ -261,6 +277,11 @@ func (m *Orders) Accept(ctx context.Context, accountID string, req Request) (Acc
 	return out, err
 }
 
+// replayed is the answer to a signature recorded before (1009).
+func replayed() error {
+	return apierr.ReplayedSignature.New("this signature was already used; sign each attempt with a fresh timestamp")
+}
+
 // acceptInGroup stores the order through the group commit when it can: ok with the 201
 // body when it was stored. Not ok (and no error) leaves it to the one-by-one transaction:
 // an order with a quote (read and checked in the transaction), an order whose pricing
@@ -274,7 +295,7 @@ func (m *Orders) acceptInGroup(ctx context.Context, accountID string, req Reques
 	if err != nil {
 		return nil, false, nil
 	}
-	e := &groupEntry{n: n, key: key, hash: req.Hash()}
+	e := &groupEntry{n: n, key: key, hash: req.Hash(), sig: req.Signature}
 	switch err := m.group.submit(ctx, e); {
 	case err == nil:
 		return e.body, true, nil

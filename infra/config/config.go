@@ -193,6 +193,7 @@ type Auth struct {
 	TrustedProxies []netip.Prefix // TRUSTED_PROXIES: CIDRs whose X-Forwarded-For is believed
 	QuotaDaily     int64          // QUOTA_DAILY requests per account per UTC day, 0 = off
 	QuotaMonthly   int64          // QUOTA_MONTHLY requests per account per UTC month, 0 = off
+	RateLimitIP    int            // RATE_LIMIT_IP requests per second (and burst) per client IP
 }
 
 // Signup configures challenges and dashboard sessions.
@@ -319,6 +320,7 @@ func Load() (Config, error) {
 	}
 	c.Auth.QuotaDaily = int64(integer("QUOTA_DAILY", 0))
 	c.Auth.QuotaMonthly = int64(integer("QUOTA_MONTHLY", 0))
+	c.Auth.RateLimitIP = integer("RATE_LIMIT_IP", 100)
 	c.Signup = Signup{
 		ChallengesPerMinuteIP:      integer("CHALLENGE_LIMIT_IP", 30),
 		ChallengesPerMinuteAddress: integer("CHALLENGE_LIMIT_ADDRESS", 5),

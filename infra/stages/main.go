@@ -63,7 +63,9 @@ func run(log *slog.Logger, name string, build func(p *Process) (Runner, error)) 
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	pool, err := pg.ConnectStage(ctx, cfg.DatabaseURL, name, PoolConns[name])
+	pool, err := WaitFor(ctx, log, "postgres", func(ctx context.Context) (*pgxpool.Pool, error) {
+		return pg.ConnectStage(ctx, cfg.DatabaseURL, name, PoolConns[name])
+	})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ package stages
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -41,11 +42,18 @@ func KafkaProducer(ctx context.Context, cfg config.Config) (*kgo.Client, error) 
 	if err != nil {
 		return nil, err
 	}
-	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := kafka.EnsureTopics(tctx, kadm.NewClient(cl), topics.All()); err != nil {
+	// Kafka down at start: wait for it (WaitFor) rather than exit.
+	_, err = WaitFor(ctx, slog.Default(), "kafka", func(ctx context.Context) (struct{}, error) {
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := kafka.EnsureTopics(tctx, kadm.NewClient(cl), topics.All()); err != nil {
+			return struct{}{}, fmt.Errorf("%w (KAFKA_BROKERS=%v)", err, cfg.KafkaBrokers)
+		}
+		return struct{}{}, nil
+	})
+	if err != nil {
 		cl.Close()
-		return nil, fmt.Errorf("%w (KAFKA_BROKERS=%v)", err, cfg.KafkaBrokers)
+		return nil, err
 	}
 	return cl, nil
 }

@@ -613,13 +613,16 @@ func checkSignature(rec *txRecord) error {
 }
 
 // refBlockLocked fills TaPoS and expiration for a transaction built on the current head:
-// expiration is head time + 60 s of chain time, timestamp is the head time.
+// expiration is head time + 60 s of chain time; timestamp is the wall clock in
+// milliseconds, as java-tron stamps it (System.currentTimeMillis), so two identical
+// contracts built within one block are different transactions unless built in the same
+// millisecond.
 func (s *Sim) refBlockLocked(r *tron.RawData) {
 	h := s.head()
 	r.RefBlockBytes = append([]byte(nil), byte(h.Num>>8), byte(h.Num))
 	r.RefBlockHash = append([]byte(nil), h.ID[8:16]...)
 	r.Expiration = h.Time + 60_000
-	r.Timestamp = h.Time
+	r.Timestamp = time.Now().UnixMilli()
 }
 
 // newRecord decodes a transaction as java-tron's broadcast does: the raw_data JSON is

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,6 +44,13 @@ func (f *Flow) sign(ctx context.Context, tx pgx.Tx, o orderstore.Row, purpose st
 	raw, err := tron.CheckBuilt(built, intent)
 	if err != nil {
 		return orderstore.JournalEntry{}, fmt.Errorf("node-built %s transaction refused: %w", purpose, err)
+	}
+	// Unique before signing: two fills from one pool to one receiver with the same amount
+	// and lock, built within one millisecond (or by a node stamping the head block's time),
+	// are byte-identical, and the journal's primary key would hold the second back a block.
+	raw.Timestamp = uniqueStamp(raw.Timestamp)
+	if built, err = tron.NewTransaction(raw, built.Visible); err != nil {
+		return orderstore.JournalEntry{}, err
 	}
 	if err := tron.SignTransaction(built, key); err != nil {
 		return orderstore.JournalEntry{}, err
@@ -146,4 +154,20 @@ func (f *Flow) headTime(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	return b.BlockHeader.RawData.Timestamp, nil
+}
+
+// lastStamp is the last transaction timestamp uniqueStamp gave out (ms since the epoch).
+var lastStamp atomic.Int64
+
+// uniqueStamp returns ts, or the smallest stamp above every one given out before by this
+// process: the timestamp is part of the signed bytes, so distinct stamps make distinct
+// transaction ids.
+func uniqueStamp(ts int64) int64 {
+	for {
+		last := lastStamp.Load()
+		next := max(ts, last+1)
+		if lastStamp.CompareAndSwap(last, next) {
+			return next
+		}
+	}
 }

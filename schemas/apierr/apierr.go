@@ -155,6 +155,17 @@ var (
 	UnsupportedContract    = def(2011, "unsupported_contract", 422, false, "Contract in a transfer estimate is not a supported TRC-20 token.")
 )
 
+// 2050-2059 HTTP transport: answers about the request's framing rather than its fields.
+// Not in the spec's catalogue; added under its "new situations get new codes" (docs/errors.md).
+var (
+	RouteNotFound       = def(2050, "route_not_found", 404, false, "No endpoint has this path.")
+	MethodNotAllowed    = def(2051, "method_not_allowed", 405, false, "The path does not take this method; Allow lists those it takes.")
+	BodyTooLarge        = def(2052, "body_too_large", 413, false, "Request body larger than the server accepts.")
+	UnsupportedEncoding = def(2053, "unsupported_content_encoding", 415, false, "Content-Encoding other than identity.")
+	URITooLong          = def(2054, "uri_too_long", 414, false, "Request target longer than the server accepts.")
+	HeadersTooLarge     = def(2055, "headers_too_large", 431, false, "Request line and headers larger than the server accepts.")
+)
+
 // 3000-3099 business state.
 var (
 	OrderNotFound            = def(3001, "order_not_found", 404, false, "No such order.")
@@ -184,7 +195,7 @@ var (
 )
 
 // Additions lists the codes this catalogue has beyond the spec's table (docs/errors.md).
-var Additions = []*Code{ObjectNotFound, DeliveryBacklogged}
+var Additions = []*Code{RouteNotFound, MethodNotAllowed, BodyTooLarge, UnsupportedEncoding, URITooLong, HeadersTooLarge, ObjectNotFound, DeliveryBacklogged, DependencyUnavailable}
 
 // 4000-4099 funds.
 var (
@@ -212,4 +223,7 @@ var (
 	InternalError  = def(9000, "internal_error", 500, true, "Uncaught failure; the outcome is unknown.")
 	Timeout        = def(9001, "timeout", 504, true, "Gateway timeout, outcome unknown.")
 	NotImplemented = def(9002, "not_implemented", 501, false, "Operation defined but not implemented on this deployment.")
+	// DependencyUnavailable: a store the request needs (Postgres, Redis) refused before
+	// anything was written, so nothing happened and the same request may be sent again.
+	DependencyUnavailable = def(9003, "dependency_unavailable", 503, true, "A dependency is down; nothing was stored. Retry after Retry-After.")
 )

@@ -5,18 +5,16 @@
 package main
 
 import (
-	"rental/infra/redisx"
 	"rental/infra/stages"
 	"rental/infra/stages/edgestage"
 )
 
 func main() {
 	stages.Main("edge", func(p *stages.Process) (stages.Runner, error) {
-		rdb, err := redisx.Connect(p.Ctx, p.Cfg.RedisURL)
+		rdb, err := p.Redis() // waits for Redis when it is down at start
 		if err != nil {
 			return nil, err
 		}
-		p.Defer(func() { _ = rdb.Close() })
 		return edgestage.Edge(p.Cfg, p.Pool, rdb, p.Log, p.Reg)
 	})
 }

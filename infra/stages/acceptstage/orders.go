@@ -11,6 +11,7 @@ import (
 	"rental/infra/idempotency"
 	"rental/infra/ledgerstore"
 	"rental/infra/orderstore"
+	"rental/infra/sigstore"
 	"rental/infra/stages/ledgerstage"
 	"rental/infra/tron"
 )
@@ -51,6 +52,7 @@ func Acceptance(cfg config.Config, pool *pgxpool.Pool, prices *acceptance.Prices
 		MarketProviders:     len(cfg.Pricing.Providers),
 		GroupCommitters:     groupCommitters(cfg.Orders.GroupCommitters),
 		Backlog:             backlog,
+		Signatures:          sigstore.New(pool, 0), // signed creations' signatures (1009 after a Redis loss)
 		Registerer:          reg,
 		Logger:              log,
 	})

@@ -26,6 +26,7 @@ import (
 	"rental/infra/reqsign/replay"
 	"rental/infra/sessions"
 	"rental/infra/signup"
+	"rental/infra/sigstore"
 	"rental/infra/stages"
 	"rental/infra/stages/acceptstage"
 	"rental/schemas/pricing"
@@ -48,11 +49,12 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		return nil, err
 	}
 	keys, err := edge.NewKeyAuthenticator(edge.KeyAuthOptions{
-		Network:  cfg.Network,
-		Keys:     store,
-		Replay:   replay.New(rdb, redisPrefix, 0),
-		Logger:   log,
-		CacheTTL: cfg.Auth.KeyCacheTTL,
+		Network:    cfg.Network,
+		Keys:       store,
+		Replay:     replay.New(rdb, redisPrefix, 0),
+		Signatures: sigstore.New(pool, 0), // outlives a Redis loss (docs/auth.md)
+		Logger:     log,
+		CacheTTL:   cfg.Auth.KeyCacheTTL,
 	})
 	if err != nil {
 		return nil, err
@@ -108,6 +110,9 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Ledger: ledgerAPI.Accounts,
 		Limits: edge.AccountLimits{MaxOrderEnergy: cfg.Orders.MaxOrderEnergy, MaxBatchReceivers: cfg.Batches.MaxReceivers}}
 	limits := edge.RateLimits{Quota: ratelimit.Quota{Daily: cfg.Auth.QuotaDaily, Monthly: cfg.Auth.QuotaMonthly}}
+	if n := cfg.Auth.RateLimitIP; n > 0 {
+		limits.IP = redis_rate.Limit{Rate: n, Burst: n, Period: time.Second}
+	}
 	patchAPI, err := edge.NewAccountPatch(edge.AccountPatchOptions{Accounts: store, Sources: sources, RateLimits: limits})
 	if err != nil {
 		return nil, err

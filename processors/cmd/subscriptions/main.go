@@ -11,18 +11,16 @@
 package main
 
 import (
-	"rental/infra/redisx"
 	"rental/infra/stages"
 	"rental/infra/stages/substage"
 )
 
 func main() {
 	stages.Main("subscriptions", func(p *stages.Process) (stages.Runner, error) {
-		rdb, err := redisx.Connect(p.Ctx, p.Cfg.RedisURL)
+		rdb, err := p.Redis() // waits for Redis when it is down at start
 		if err != nil {
 			return nil, err
 		}
-		p.Defer(func() { _ = rdb.Close() })
 		return substage.SubscriptionWatcher(p.Cfg, p.Pool, rdb, p.Log, p.Reg)
 	})
 }
