@@ -37,12 +37,20 @@ func (f RunnerFunc) Run(ctx context.Context) error { return f(ctx) }
 // KafkaProducer connects to cfg.KafkaBrokers and creates every catalogue topic that is
 // missing. The caller closes the client.
 func KafkaProducer(ctx context.Context, cfg config.Config) (*kgo.Client, error) {
-	cl, err := kafka.NewClient(cfg.KafkaBrokers)
+	sec, err := KafkaOpts(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kafka.NewClient(cfg.KafkaBrokers, sec...)
 	if err != nil {
 		return nil, err
 	}
 	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if err := KafkaSecurity(cfg).CheckAuth(tctx, cl); err != nil {
+		cl.Close()
+		return nil, err
+	}
 	if err := kafka.EnsureTopics(tctx, kadm.NewClient(cl), topics.All()); err != nil {
 		cl.Close()
 		return nil, fmt.Errorf("%w (KAFKA_BROKERS=%v)", err, cfg.KafkaBrokers)

@@ -35,7 +35,12 @@ func WebhookDeliverer(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, r
 	if err != nil {
 		return nil, err
 	}
+	sec, err := stages.KafkaOpts(cfg)
+	if err != nil {
+		return nil, err
+	}
 	return webhookdelivery.New(webhookdelivery.Options{
+		ClientOpts: sec,
 		Brokers:    cfg.KafkaBrokers,
 		Store:      store,
 		Policy:     WebhookPolicy(cfg),
