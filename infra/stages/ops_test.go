@@ -126,7 +126,9 @@ func TestOpsRoutesOnTheMetricsListener(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addr := freeAddr(t)
-	go func() { _ = metrics.Run(ctx, addr, metrics.NewRegistry(), NewLogger(nopWriter{}, "json", "info"), OpsRoutes(r)...) }()
+	go func() {
+		_ = metrics.Run(ctx, addr, metrics.NewRegistry(), NewLogger(nopWriter{}, "json", "info"), OpsRoutes(r)...)
+	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 		for {
