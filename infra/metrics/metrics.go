@@ -78,3 +78,25 @@ func Register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 	}
 	return c
 }
+
+// Sample calls read once right away and then every interval until ctx ends; read sets the
+// gauges of a periodic measurement (a query of a queue's depth). A failed read is logged
+// and the gauges keep their last values until the next read succeeds. Each read gets at
+// most interval to finish, so a slow database never piles reads up.
+func Sample(ctx context.Context, interval time.Duration, log *slog.Logger, what string, read func(context.Context) error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, interval)
+		err := read(rctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			log.Warn("reading "+what+" for metrics failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
