@@ -27,6 +27,9 @@ type RunOptions struct {
 	SweepEvery time.Duration
 	// Workers bound how many due orders one replica advances at once (default 8).
 	Workers int
+	// StatsEvery is how often the unsettled signer journal is read for its metrics
+	// (default 5s).
+	StatsEvery time.Duration
 	// ClientOpts are added to the Kafka clients (tests shorten timeouts).
 	ClientOpts []kgo.Opt
 }
@@ -41,6 +44,9 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 	}
 	if ro.Workers <= 0 {
 		ro.Workers = 8
+	}
+	if ro.StatsEvery <= 0 {
+		ro.StatsEvery = 5 * time.Second
 	}
 	if err := f.RegisterPools(ctx); err != nil {
 		return err
@@ -64,6 +70,7 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 	g.Go(func() error { return intents.Run(gctx) })
 	g.Go(func() error { return facts.Run(gctx) })
 	g.Go(func() error { return f.sweep(gctx, ro) })
+	g.Go(func() error { f.journalMetrics(gctx, ro.StatsEvery); return nil })
 	err = g.Wait()
 	f.log.Info("order processor stopped")
 	return err
