@@ -559,8 +559,8 @@ func unknownVars(environ []string, known map[string]bool) []string {
 
 // CheckDeployed refuses what only a development machine may run with: on mainnet the
 // public host must be the service's real domain, since it is bound into every signed
-// challenge (a signature for "localhost" proves nothing to a customer). The stage binaries
-// call it; the dev stack does not.
+// challenge (a signature for "localhost" proves nothing to a customer). The edge binary,
+// the only stage that uses the host, calls it; the dev stack does not.
 func (c Config) CheckDeployed() error {
 	if c.Network == network.Mainnet {
 		h := strings.ToLower(c.Host)

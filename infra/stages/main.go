@@ -61,9 +61,6 @@ func run(log *slog.Logger, name string, build func(p *Process) (Runner, error)) 
 	if err != nil {
 		return err
 	}
-	if err := cfg.CheckDeployed(); err != nil {
-		return err
-	}
 	if len(cfg.Unknown) > 0 {
 		log.Warn("unknown configuration variables (misspelt?); they are ignored", "vars", cfg.Unknown)
 	}

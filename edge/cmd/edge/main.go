@@ -12,6 +12,10 @@ import (
 
 func main() {
 	stages.Main("edge", func(p *stages.Process) (stages.Runner, error) {
+		// Only the edge binds PUBLIC_HOST into what customers sign.
+		if err := p.Cfg.CheckDeployed(); err != nil {
+			return nil, err
+		}
 		rdb, err := redisx.Connect(p.Ctx, p.Cfg.RedisURL)
 		if err != nil {
 			return nil, err
