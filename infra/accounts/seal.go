@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Sealer encrypts API key secrets at rest with AES-256-GCM. A sealed value is
@@ -58,4 +60,32 @@ func (s *Sealer) Open(keyID string, sealed []byte) ([]byte, error) {
 		return nil, ErrUnseal
 	}
 	return pt, nil
+}
+
+// Sealed is a row holding a sealed secret: its id (the associated data) and account.
+type Sealed struct {
+	ID, AccountID string
+	Enc           []byte
+}
+
+// ScanSealed scans "id, account_id, secret_enc".
+func ScanSealed(r pgx.CollectableRow) (Sealed, error) {
+	var x Sealed
+	return x, r.Scan(&x.ID, &x.AccountID, &x.Enc)
+}
+
+// ErrNeitherKey is returned by Reseal for a value that opens under neither master key.
+var ErrNeitherKey = errors.New("accounts: the secret opens under neither the old nor the new master key")
+
+// Reseal turns a value sealed for id under from into one sealed under to, for a master
+// key rotation. changed is false when sealed already opens under to (a rotation run again).
+func Reseal(from, to *Sealer, id string, sealed []byte) (out []byte, changed bool, err error) {
+	secret, err := from.Open(id, sealed)
+	if err != nil {
+		if _, err := to.Open(id, sealed); err == nil {
+			return sealed, false, nil
+		}
+		return nil, false, ErrNeitherKey
+	}
+	return to.Seal(id, secret), true, nil
 }

@@ -528,10 +528,11 @@ func splitList(s string) []string {
 }
 
 // readElsewhere are variables of the same prefixes that other programs read (the node
-// simulator's, the standard proxy variables); they are not reported as unknown.
+// simulator's, the admin tool's rotate-master-key, the standard proxy variables); they are
+// not reported as unknown.
 var readElsewhere = map[string]bool{
 	"SIM_DATA_FILE": true, "SIM_FAUCET_KEY": true,
-	"HTTP_PROXY": true, "HTTPS_PROXY": true, "NO_PROXY": true,
+	"API_KEY_MASTER_KEY_OLD": true, "HTTP_PROXY": true, "HTTPS_PROXY": true, "NO_PROXY": true,
 }
 
 // unknownVars returns, sorted, the names in environ (NAME=value pairs) that begin with the
