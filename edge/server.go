@@ -143,7 +143,7 @@ func newServer(opts Options, testHandlers map[string]HandlerFunc) (*Server, erro
 	s := &Server{opts: opts, log: opts.Logger.With("stage", "edge"), metrics: m, testHandlers: testHandlers}
 	s.authOff = testHandlers != nil && opts.Keys == nil && opts.Bootstrap == nil && opts.Sessions == nil
 	s.limiterErrors = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "edge_rate_limiter_errors_total",
+		Name: "rental_edge_rate_limiter_errors_total",
 		Help: "Rate-limit and quota checks that failed (Redis unavailable) and were let through.",
 	})
 	if err := opts.Registerer.Register(s.limiterErrors); err != nil {
