@@ -16,12 +16,36 @@ import (
 //
 // with the key id as associated data, so a sealed secret copied onto another key's row
 // does not open. The version byte leaves room for master-key rotation.
-type Sealer struct{ aead cipher.AEAD }
+type Sealer struct {
+	aead     cipher.AEAD
+	previous []cipher.AEAD // master keys being rotated away from: Open tries them after aead
+}
 
 const sealVersion = 1
 
-// NewSealer takes a 32-byte master key.
-func NewSealer(masterKey []byte) (*Sealer, error) {
+// NewSealer takes a 32-byte master key, and the master keys being rotated away from
+// (API_KEY_MASTER_KEY_OLD): Seal uses masterKey only, Open also accepts values sealed under
+// a previous key, so stages keep working while admin rotate-master-key re-encrypts.
+func NewSealer(masterKey []byte, previous ...[]byte) (*Sealer, error) {
+	aead, err := newAEAD(masterKey)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sealer{aead: aead}
+	for _, k := range previous {
+		if k == nil {
+			continue
+		}
+		a, err := newAEAD(k)
+		if err != nil {
+			return nil, fmt.Errorf("previous %w", err)
+		}
+		s.previous = append(s.previous, a)
+	}
+	return s, nil
+}
+
+func newAEAD(masterKey []byte) (cipher.AEAD, error) {
 	if len(masterKey) != 32 {
 		return nil, fmt.Errorf("accounts: master key must be 32 bytes (AES-256), got %d", len(masterKey))
 	}
@@ -29,11 +53,7 @@ func NewSealer(masterKey []byte) (*Sealer, error) {
 	if err != nil {
 		return nil, err
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	return &Sealer{aead: aead}, nil
+	return cipher.NewGCM(block)
 }
 
 // Seal encrypts secret for the key keyID.
@@ -49,13 +69,25 @@ func (s *Sealer) Seal(keyID string, secret []byte) []byte {
 // ErrUnseal is returned for a value that does not decrypt under this master key and id.
 var ErrUnseal = errors.New("accounts: sealed secret does not open (wrong master key or key id)")
 
-// Open decrypts a value made by Seal for keyID.
+// Open decrypts a value made by Seal for keyID, under the master key or a previous one.
 func (s *Sealer) Open(keyID string, sealed []byte) ([]byte, error) {
-	ns := s.aead.NonceSize()
-	if len(sealed) < 1+ns+s.aead.Overhead() || sealed[0] != sealVersion {
+	if pt, err := open(s.aead, keyID, sealed); err == nil {
+		return pt, nil
+	}
+	for _, a := range s.previous {
+		if pt, err := open(a, keyID, sealed); err == nil {
+			return pt, nil
+		}
+	}
+	return nil, ErrUnseal
+}
+
+func open(aead cipher.AEAD, keyID string, sealed []byte) ([]byte, error) {
+	ns := aead.NonceSize()
+	if len(sealed) < 1+ns+aead.Overhead() || sealed[0] != sealVersion {
 		return nil, ErrUnseal
 	}
-	pt, err := s.aead.Open(nil, sealed[1:1+ns], sealed[1+ns:], []byte(keyID))
+	pt, err := aead.Open(nil, sealed[1:1+ns], sealed[1+ns:], []byte(keyID))
 	if err != nil {
 		return nil, ErrUnseal
 	}

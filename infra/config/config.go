@@ -198,12 +198,15 @@ type Auth struct {
 	// MasterKey encrypts API key secrets at rest (API_KEY_MASTER_KEY, 64 hex characters).
 	// No default: the edge refuses to start without it; only the dev stack supplies a
 	// dev-only key when it is unset.
-	MasterKey      []byte
-	MaxActiveKeys  int            // MAX_ACTIVE_KEYS
-	KeyCacheTTL    time.Duration  // KEY_CACHE_TTL: upper bound on how late a revocation bites
-	TrustedProxies []netip.Prefix // TRUSTED_PROXIES: CIDRs whose X-Forwarded-For is believed
-	QuotaDaily     int64          // QUOTA_DAILY requests per account per UTC day, 0 = off
-	QuotaMonthly   int64          // QUOTA_MONTHLY requests per account per UTC month, 0 = off
+	MasterKey []byte
+	// PreviousMasterKey (API_KEY_MASTER_KEY_OLD) is set only while the master key is
+	// rotated: secrets not yet re-encrypted still open under it (docs/operations.md).
+	PreviousMasterKey []byte
+	MaxActiveKeys     int            // MAX_ACTIVE_KEYS
+	KeyCacheTTL       time.Duration  // KEY_CACHE_TTL: upper bound on how late a revocation bites
+	TrustedProxies    []netip.Prefix // TRUSTED_PROXIES: CIDRs whose X-Forwarded-For is believed
+	QuotaDaily        int64          // QUOTA_DAILY requests per account per UTC day, 0 = off
+	QuotaMonthly      int64          // QUOTA_MONTHLY requests per account per UTC month, 0 = off
 }
 
 // Signup configures challenges and dashboard sessions.
@@ -331,6 +334,13 @@ func Load() (Config, error) {
 			errs = append(errs, "API_KEY_MASTER_KEY: want 64 hex characters (32 bytes); generate with: openssl rand -hex 32")
 		}
 		c.Auth.MasterKey = b
+	}
+	if mk := str("API_KEY_MASTER_KEY_OLD", ""); mk != "" {
+		b, err := hex.DecodeString(mk)
+		if err != nil || len(b) != 32 {
+			errs = append(errs, "API_KEY_MASTER_KEY_OLD: want 64 hex characters (32 bytes)")
+		}
+		c.Auth.PreviousMasterKey = b
 	}
 	c.Auth.MaxActiveKeys = integer("MAX_ACTIVE_KEYS", 10)
 	c.Auth.KeyCacheTTL = dur("KEY_CACHE_TTL", 2*time.Second)
@@ -528,11 +538,10 @@ func splitList(s string) []string {
 }
 
 // readElsewhere are variables of the same prefixes that other programs read (the node
-// simulator's, the admin tool's rotate-master-key, the standard proxy variables); they are
-// not reported as unknown.
+// simulator's, the standard proxy variables); they are not reported as unknown.
 var readElsewhere = map[string]bool{
 	"SIM_DATA_FILE": true, "SIM_FAUCET_KEY": true,
-	"API_KEY_MASTER_KEY_OLD": true, "HTTP_PROXY": true, "HTTPS_PROXY": true, "NO_PROXY": true,
+	"HTTP_PROXY": true, "HTTPS_PROXY": true, "NO_PROXY": true,
 }
 
 // unknownVars returns, sorted, the names in environ (NAME=value pairs) that begin with the

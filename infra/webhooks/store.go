@@ -68,8 +68,8 @@ type Store struct {
 
 // NewStore encrypts secrets with masterKey (32 bytes, the API key master key: one key to
 // guard and rotate for every secret the service must be able to read back).
-func NewStore(pool *pgxpool.Pool, masterKey []byte) (*Store, error) {
-	sealer, err := accounts.NewSealer(masterKey)
+func NewStore(pool *pgxpool.Pool, masterKey []byte, previous ...[]byte) (*Store, error) {
+	sealer, err := accounts.NewSealer(masterKey, previous...)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}

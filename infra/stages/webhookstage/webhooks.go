@@ -26,7 +26,7 @@ func WebhookStore(cfg config.Config, pool *pgxpool.Pool) (*webhooks.Store, error
 	if len(cfg.Auth.MasterKey) == 0 {
 		return nil, errors.New("API_KEY_MASTER_KEY is not set: it also encrypts webhook secrets at rest")
 	}
-	return webhooks.NewStore(pool, cfg.Auth.MasterKey)
+	return webhooks.NewStore(pool, cfg.Auth.MasterKey, cfg.Auth.PreviousMasterKey)
 }
 
 // WebhookDeliverer is the webhook delivery consumer (consumers/webhookdelivery).
