@@ -45,7 +45,9 @@ func (s *Server) middleware(next fasthttp.RequestHandler) fasthttp.RequestHandle
 			route := routeLabel(rc)
 			method := methodLabel(rc.Method())
 			s.metrics.requests.WithLabelValues(route, method, strconv.Itoa(rc.Response.StatusCode())).Inc()
-			s.metrics.duration.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
+			took := time.Since(start)
+			s.metrics.duration.WithLabelValues(route, method).Observe(took.Seconds())
+			s.accessLog(rc, id, route, method, took)
 		}()
 
 		defer func() {

@@ -148,7 +148,7 @@ func newServer(opts Options, testHandlers map[string]HandlerFunc) (*Server, erro
 	s.local, s.redisState = ratelimit.NewLocal(), depstate.New("redis", s.log)
 	s.storeState = depstate.New("a store (postgres or redis)", s.log)
 	s.limiterErrors = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "edge_rate_limiter_errors_total",
+		Name: "rental_edge_rate_limiter_errors_total",
 		Help: "Rate-limit and quota checks Redis did not answer (decided by the replica's in-memory budgets; quotas let through).",
 	})
 	if err := opts.Registerer.Register(s.limiterErrors); err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"rental/consumers/webhookdelivery"
@@ -170,6 +171,7 @@ type env struct {
 	account string
 	rcv     *receiver
 	prod    *kgo.Client
+	reg     *prometheus.Registry // the deliverer's metrics, when a test sets it before start
 }
 
 func newEnv(t testing.TB) *env {
@@ -252,11 +254,17 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // start runs a deliverer until the test ends.
 func (e *env) start(t testing.TB, delays []time.Duration) {
 	t.Helper()
+	var reg prometheus.Registerer = prometheus.NewRegistry()
+	if e.reg != nil {
+		reg = e.reg
+	}
 	d, err := webhookdelivery.New(webhookdelivery.Options{
 		Brokers: []string{e.broker}, Store: e.store, Brand: testBrand, Delays: delays,
 		Policy:     webhooks.Policy{AllowLoopback: true},
 		Logger:     quiet(),
 		ClientOpts: []kgo.Opt{kgo.FetchMaxWait(50 * time.Millisecond)},
+		StatsEvery: 50 * time.Millisecond,
+		Registerer: reg,
 	})
 	if err != nil {
 		t.Fatal(err)

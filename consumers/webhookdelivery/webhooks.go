@@ -73,6 +73,9 @@ type Options struct {
 	// SweepEvery is how often the queue is searched for deliveries whose attempt is overdue
 	// (by twice that) and that nobody drives: those of a replica that died (default 1s).
 	SweepEvery time.Duration
+	// StatsEvery is how often the queue's depth and oldest due age are read for
+	// rental_webhook_queue_* (default 5s; one query per replica).
+	StatsEvery time.Duration
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	// ClientOpts are appended to every Kafka client's options (tests shorten timeouts).
@@ -97,6 +100,8 @@ type Deliverer struct {
 	attempts   *prometheus.CounterVec
 	latency    prometheus.Histogram
 	firstDelay prometheus.Histogram
+	depth      prometheus.Gauge
+	oldestDue  prometheus.Gauge
 }
 
 // lease bounds one attempt: the 10 s delivery bound plus room for the database writes.
@@ -126,6 +131,9 @@ func New(o Options) (*Deliverer, error) {
 	if o.SweepEvery <= 0 {
 		o.SweepEvery = time.Second
 	}
+	if o.StatsEvery <= 0 {
+		o.StatsEvery = 5 * time.Second
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -153,6 +161,14 @@ func New(o Options) (*Deliverer, error) {
 		Name:    "rental_webhook_first_attempt_delay_seconds",
 		Help:    "From an event's created_at to the start of its first delivery attempt.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+	}))
+	d.depth = metrics.Register(o.Registerer, prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "rental_webhook_queue_depth",
+		Help: "Deliveries in the webhook queue (every replica reads the same table; take max).",
+	}))
+	d.oldestDue = metrics.Register(o.Registerer, prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "rental_webhook_queue_oldest_due_age_seconds",
+		Help: "How long the longest-waiting due delivery has been due (0 when none is due).",
 	}))
 	names := make([]string, len(EventTopics))
 	for i, t := range EventTopics {
@@ -197,6 +213,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	go func() { errc <- d.retry.Run(ctx) }()
 	go d.pruneHistory(ctx)
 	go d.sweep(ctx)
+	go metrics.Sample(ctx, d.o.StatsEvery, d.log, "the webhook queue", d.readStats)
 	d.log.Info("webhook deliverer up", "retry_steps", len(d.o.Delays))
 	err = <-errc
 	cancel()
@@ -204,6 +221,16 @@ func (d *Deliverer) Run(ctx context.Context) error {
 		err = err2
 	}
 	return err
+}
+
+func (d *Deliverer) readStats(ctx context.Context) error {
+	st, err := d.store.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	d.depth.Set(float64(st.Depth))
+	d.oldestDue.Set(st.OldestDue.Seconds())
+	return nil
 }
 
 // maxWaiting is how many keys of one account may wait for the account's share of the

@@ -62,6 +62,9 @@ type Options struct {
 	// MasterKey encrypts API key secrets at rest: 32 bytes (AES-256). Required for key
 	// operations; account operations work without it.
 	MasterKey []byte
+	// PreviousMasterKey (API_KEY_MASTER_KEY_OLD, during a rotation) opens secrets not yet
+	// re-encrypted under MasterKey.
+	PreviousMasterKey []byte
 	// MaxActiveKeys bounds the keys of an account that are neither revoked nor expired
 	// (default 10); CreateKey refuses more with 3017.
 	MaxActiveKeys int
@@ -74,7 +77,7 @@ func New(pool *pgxpool.Pool, o Options) (*Store, error) {
 		s.maxKey = 10
 	}
 	if o.MasterKey != nil {
-		sealer, err := NewSealer(o.MasterKey)
+		sealer, err := NewSealer(o.MasterKey, o.PreviousMasterKey)
 		if err != nil {
 			return nil, err
 		}

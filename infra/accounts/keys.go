@@ -241,7 +241,29 @@ func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, u KeyUpd
 // "api_key.revoke". Revoking a revoked key succeeds again without a new audit row (DELETE
 // is idempotent). ErrNotFound when the key does not exist or belongs to another account.
 func (s *Store) RevokeKey(ctx context.Context, accountID, keyID, actor string) error {
-	return pg.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	_, err := s.revokeKey(ctx, accountID, keyID, actor, map[string]any{"key_id": keyID})
+	return err
+}
+
+// RevokeKeyAsSupport revokes a key of any account for support (the admin tool): the audit
+// row "api_key.revoke" names the actor and the reason. It returns the key's account and
+// whether the key was revoked now (false: it already was). ErrNotFound for an unknown key.
+// Edge replicas stop accepting the key within KEY_CACHE_TTL.
+func (s *Store) RevokeKeyAsSupport(ctx context.Context, keyID, actor, reason string) (accountID string, revokedNow bool, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT account_id FROM api_keys WHERE id = $1`, keyID).Scan(&accountID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, ErrNotFound
+	}
+	if err != nil {
+		return "", false, err
+	}
+	revokedNow, err = s.revokeKey(ctx, accountID, keyID, actor, map[string]any{"key_id": keyID, "reason": reason})
+	return accountID, revokedNow, err
+}
+
+func (s *Store) revokeKey(ctx context.Context, accountID, keyID, actor string, details map[string]any) (bool, error) {
+	now := false
+	err := pg.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var revoked *time.Time
 		err := tx.QueryRow(ctx, `SELECT revoked_at FROM api_keys WHERE account_id = $1 AND id = $2 FOR UPDATE`,
 			accountID, keyID).Scan(&revoked)
@@ -254,8 +276,40 @@ func (s *Store) RevokeKey(ctx context.Context, accountID, keyID, actor string) e
 		if _, err := tx.Exec(ctx, `UPDATE api_keys SET revoked_at = now() WHERE id = $1`, keyID); err != nil {
 			return err
 		}
-		return WriteAudit(ctx, tx, accountID, actor, "api_key.revoke", map[string]any{"key_id": keyID})
+		now = true
+		return WriteAudit(ctx, tx, accountID, actor, "api_key.revoke", details)
 	})
+	return now, err
+}
+
+// Rekey re-encrypts every API key secret sealed under from so that it is sealed under to,
+// inside tx, and returns how many it re-encrypted per account. A secret that already opens
+// under to is left alone (a repeated rotation changes nothing); one that opens under
+// neither fails the whole rotation, so nothing is left half-rotated.
+func Rekey(ctx context.Context, tx pgx.Tx, from, to *Sealer) (map[string]int, error) {
+	rows, err := tx.Query(ctx, `SELECT id, account_id, secret_enc FROM api_keys ORDER BY id FOR UPDATE`)
+	if err != nil {
+		return nil, err
+	}
+	all, err := pgx.CollectRows(rows, ScanSealed)
+	if err != nil {
+		return nil, err
+	}
+	done := map[string]int{}
+	for _, x := range all {
+		enc, changed, err := Reseal(from, to, x.ID, x.Enc)
+		if err != nil {
+			return nil, fmt.Errorf("api key %s: %w", x.ID, err)
+		}
+		if !changed {
+			continue
+		}
+		if _, err := tx.Exec(ctx, `UPDATE api_keys SET secret_enc = $2 WHERE id = $1`, x.ID, enc); err != nil {
+			return nil, err
+		}
+		done[x.AccountID]++
+	}
+	return done, nil
 }
 
 // KeyForAuth reads a key with its decrypted secret and its account's status, for

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +66,20 @@ type Config struct {
 
 	ShutdownGrace time.Duration // SHUTDOWN_GRACE
 
+	// LogFormat is json or text (LOG_FORMAT); empty means the binary's default: json for
+	// the stage binaries, text for the dev stack.
+	LogFormat string
+	// LogLevel is debug, info, warn or error (LOG_LEVEL, default info).
+	LogLevel string
+
+	// Kafka is how clients secure their connections to KAFKA_BROKERS.
+	Kafka Kafka
+
+	// Unknown lists the variables set in the environment that look like this service's
+	// (they share a prefix with a variable it reads, such as KAFKA_ or WEBHOOK_) but that
+	// it does not read: most often a misspelling. Stages log them as a warning at start.
+	Unknown []string
+
 	Auth    Auth
 	Signup  Signup
 	Deposit Deposit
@@ -79,6 +94,15 @@ type Config struct {
 	// Subscriptions configures the subscription endpoints and their watcher
 	// (processors/subscriptions, docs/subscriptions.md).
 	Subscriptions Subscriptions
+}
+
+// Kafka configures transport security to the Kafka cluster (infra/kafka.Security).
+type Kafka struct {
+	TLS                        bool   // KAFKA_TLS
+	CAFile                     string // KAFKA_TLS_CA_FILE, PEM CA bundle; empty means the system roots
+	CertFile, KeyFile          string // KAFKA_TLS_CERT_FILE, KAFKA_TLS_KEY_FILE: client certificate (mutual TLS)
+	SASLMechanism              string // KAFKA_SASL_MECHANISM: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty = none
+	SASLUsername, SASLPassword string // KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD (secret)
 }
 
 // Batches configures batch creation at the edge and the batch processor (docs/batches.md).
@@ -187,13 +211,16 @@ type Auth struct {
 	// MasterKey encrypts API key secrets at rest (API_KEY_MASTER_KEY, 64 hex characters).
 	// No default: the edge refuses to start without it; only the dev stack supplies a
 	// dev-only key when it is unset.
-	MasterKey      []byte
-	MaxActiveKeys  int            // MAX_ACTIVE_KEYS
-	KeyCacheTTL    time.Duration  // KEY_CACHE_TTL: upper bound on how late a revocation bites
-	TrustedProxies []netip.Prefix // TRUSTED_PROXIES: CIDRs whose X-Forwarded-For is believed
-	QuotaDaily     int64          // QUOTA_DAILY requests per account per UTC day, 0 = off
-	QuotaMonthly   int64          // QUOTA_MONTHLY requests per account per UTC month, 0 = off
-	RateLimitIP    int            // RATE_LIMIT_IP requests per second (and burst) per client IP
+	MasterKey []byte
+	// PreviousMasterKey (API_KEY_MASTER_KEY_OLD) is set only while the master key is
+	// rotated: secrets not yet re-encrypted still open under it (docs/operations.md).
+	PreviousMasterKey []byte
+	MaxActiveKeys     int            // MAX_ACTIVE_KEYS
+	KeyCacheTTL       time.Duration  // KEY_CACHE_TTL: upper bound on how late a revocation bites
+	TrustedProxies    []netip.Prefix // TRUSTED_PROXIES: CIDRs whose X-Forwarded-For is believed
+	QuotaDaily        int64          // QUOTA_DAILY requests per account per UTC day, 0 = off
+	QuotaMonthly      int64          // QUOTA_MONTHLY requests per account per UTC month, 0 = off
+	RateLimitIP       int            // RATE_LIMIT_IP requests per second (and burst) per client IP
 }
 
 // Signup configures challenges and dashboard sessions.
@@ -235,7 +262,9 @@ type Ledger struct {
 // Load reads the environment. It fails on a malformed value rather than guess.
 func Load() (Config, error) {
 	var errs []string
+	known := map[string]bool{}
 	str := func(name, def string) string {
+		known[name] = true
 		if v, ok := os.LookupEnv(name); ok && v != "" {
 			return v
 		}
@@ -264,6 +293,22 @@ func Load() (Config, error) {
 			return def
 		}
 		return n
+	}
+
+	// A boolean is true, false, 1 or 0 and nothing else, so "yes" or "ture" is refused
+	// rather than read as false.
+	boolean := func(name string, def bool) bool {
+		v := str(name, "")
+		switch v {
+		case "":
+			return def
+		case "true", "1":
+			return true
+		case "false", "0":
+			return false
+		}
+		errs = append(errs, fmt.Sprintf("%s=%q: want true, false, 1 or 0", name, v))
+		return def
 	}
 
 	// CHAIN_START_BLOCK may be -1, which integer() refuses.
@@ -304,6 +349,13 @@ func Load() (Config, error) {
 			errs = append(errs, "API_KEY_MASTER_KEY: want 64 hex characters (32 bytes); generate with: openssl rand -hex 32")
 		}
 		c.Auth.MasterKey = b
+	}
+	if mk := str("API_KEY_MASTER_KEY_OLD", ""); mk != "" {
+		b, err := hex.DecodeString(mk)
+		if err != nil || len(b) != 32 {
+			errs = append(errs, "API_KEY_MASTER_KEY_OLD: want 64 hex characters (32 bytes)")
+		}
+		c.Auth.PreviousMasterKey = b
 	}
 	c.Auth.MaxActiveKeys = integer("MAX_ACTIVE_KEYS", 10)
 	c.Auth.KeyCacheTTL = dur("KEY_CACHE_TTL", 2*time.Second)
@@ -353,7 +405,7 @@ func Load() (Config, error) {
 			errs = append(errs, fmt.Sprintf("TREASURY_ADDRESS: %q: %v", t, err))
 		}
 	}
-	c.Webhook.AllowLoopback = str("WEBHOOK_ALLOW_LOOPBACK", "false") == "true"
+	c.Webhook.AllowLoopback = boolean("WEBHOOK_ALLOW_LOOPBACK", false)
 	c.Webhook.MaxDrives = integer("WEBHOOK_MAX_DRIVES", 256)
 	c.Webhook.MaxDrivesPerAccount = integer("WEBHOOK_MAX_DRIVES_PER_ACCOUNT", 32)
 	for _, v := range splitList(str("WEBHOOK_RETRY_DELAYS", "")) {
@@ -381,6 +433,7 @@ func Load() (Config, error) {
 		Providers:       map[string]string{},
 		ProviderSimAddr: str("PROVIDER_SIM_ADDR", "127.0.0.1:8091"),
 	}
+	known["PROVIDER_URLS"] = true
 	provs, set := os.LookupEnv("PROVIDER_URLS")
 	if !set {
 		provs = "simmarket=http://" + c.Pricing.ProviderSimAddr
@@ -432,24 +485,18 @@ func Load() (Config, error) {
 		}
 	}
 	c.Subscriptions = Subscriptions{
-		Available:   str("SUBSCRIPTIONS_AVAILABLE", "true") == "true",
+		Available:   boolean("SUBSCRIPTIONS_AVAILABLE", true),
 		CheckEvery:  dur("SUBSCRIPTION_CHECK_INTERVAL", 10*time.Second),
 		Grace:       dur("SUBSCRIPTION_BILLING_GRACE", 24*time.Hour),
 		RenewalLead: dur("SUBSCRIPTION_RENEWAL_LEAD", time.Minute),
-	}
-	if v := str("SUBSCRIPTIONS_AVAILABLE", "true"); v != "true" && v != "false" {
-		errs = append(errs, fmt.Sprintf("SUBSCRIPTIONS_AVAILABLE=%q: want true or false", v))
 	}
 	c.Orders = Orders{
 		MaxInFlight:        integer("MAX_IN_FLIGHT_ORDERS", 100),
 		MaxOrderEnergy:     int64(integer("MAX_ORDER_ENERGY", 10_000_000)),
 		ReceiverMaxEnergy:  int64(integer("RECEIVER_MAX_ENERGY", 50_000_000)),
-		AllowProviderSpill: str("ALLOW_PROVIDER_SPILL", "true") == "true",
+		AllowProviderSpill: boolean("ALLOW_PROVIDER_SPILL", true),
 		GroupCommitters:    integer("ORDER_GROUP_COMMITTERS", 2),
 		BacklogMaxAge:      dur("ORDER_BACKLOG_MAX_AGE", 60*time.Second),
-	}
-	if v := str("ALLOW_PROVIDER_SPILL", "true"); v != "true" && v != "false" {
-		errs = append(errs, fmt.Sprintf("ALLOW_PROVIDER_SPILL=%q: want true or false", v))
 	}
 	c.Batches = Batches{
 		MaxReceivers:   integer("MAX_BATCH_RECEIVERS", 100),
@@ -468,6 +515,34 @@ func Load() (Config, error) {
 		errs = append(errs, "MAX_IN_FLIGHT_ORDERS and MAX_ORDER_ENERGY must be positive")
 	}
 	errs = append(errs, loadMarket(&c, str, dur)...)
+	c.LogFormat = str("LOG_FORMAT", "")
+	if f := c.LogFormat; f != "" && f != "json" && f != "text" {
+		errs = append(errs, fmt.Sprintf("LOG_FORMAT=%q: want json or text", f))
+	}
+	c.LogLevel = str("LOG_LEVEL", "info")
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Sprintf("LOG_LEVEL=%q: want debug, info, warn or error", c.LogLevel))
+	}
+	c.Kafka = Kafka{
+		TLS:           boolean("KAFKA_TLS", false),
+		CAFile:        str("KAFKA_TLS_CA_FILE", ""),
+		CertFile:      str("KAFKA_TLS_CERT_FILE", ""),
+		KeyFile:       str("KAFKA_TLS_KEY_FILE", ""),
+		SASLMechanism: strings.ToUpper(str("KAFKA_SASL_MECHANISM", "")),
+		SASLUsername:  str("KAFKA_SASL_USERNAME", ""),
+		SASLPassword:  str("KAFKA_SASL_PASSWORD", ""),
+	}
+	switch c.Kafka.SASLMechanism {
+	case "", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+	default:
+		errs = append(errs, fmt.Sprintf("KAFKA_SASL_MECHANISM=%q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", c.Kafka.SASLMechanism))
+	}
+	if c.Kafka.SASLMechanism != "" && (c.Kafka.SASLUsername == "" || c.Kafka.SASLPassword == "") {
+		errs = append(errs, "KAFKA_SASL_MECHANISM is set: KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD are required")
+	}
+	c.Unknown = unknownVars(os.Environ(), known)
 	if len(errs) > 0 {
 		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}
@@ -490,4 +565,48 @@ func defaultExplorer(n network.Network) string {
 		return "https://nile.tronscan.org/#/transaction/{tx}"
 	}
 	return "https://tronscan.org/#/transaction/{tx}"
+}
+
+// readElsewhere are variables of the same prefixes that other programs read (the node
+// simulator's, the standard proxy variables); they are not reported as unknown.
+var readElsewhere = map[string]bool{
+	"SIM_DATA_FILE": true, "SIM_FAUCET_KEY": true,
+	"HTTP_PROXY": true, "HTTPS_PROXY": true, "NO_PROXY": true,
+}
+
+// unknownVars returns, sorted, the names in environ (NAME=value pairs) that begin with the
+// first word and underscore of a known name (KAFKA_, WEBHOOK_, ...) but are not known.
+func unknownVars(environ []string, known map[string]bool) []string {
+	prefixes := map[string]bool{}
+	for name := range known {
+		if i := strings.IndexByte(name, '_'); i > 0 {
+			prefixes[name[:i+1]] = true
+		}
+	}
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if known[name] || readElsewhere[name] {
+			continue
+		}
+		if i := strings.IndexByte(name, '_'); i > 0 && prefixes[name[:i+1]] {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CheckDeployed refuses what only a development machine may run with: on mainnet the
+// public host must be the service's real domain, since it is bound into every signed
+// challenge (a signature for "localhost" proves nothing to a customer). The edge binary,
+// the only stage that uses the host, calls it; the dev stack does not.
+func (c Config) CheckDeployed() error {
+	if c.Network == network.Mainnet {
+		h := strings.ToLower(c.Host)
+		if h == "localhost" || strings.HasPrefix(h, "localhost:") || strings.HasPrefix(h, "127.") || h == "::1" {
+			return fmt.Errorf("configuration: PUBLIC_HOST=%q on mainnet: set it to the API's public domain name", c.Host)
+		}
+	}
+	return nil
 }

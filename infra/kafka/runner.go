@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"rental/infra/metrics"
@@ -41,6 +43,10 @@ type RunnerOptions struct {
 	// RetryMin and RetryMax bound the backoff between attempts of a failing record.
 	// Defaults 100ms and 10s.
 	RetryMin, RetryMax time.Duration
+	// LagEvery is how often the member measures the lag of the partitions it owns
+	// (rental_kafka_consumer_lag_records): one ListOffsets and one OffsetFetch request.
+	// Default 10s.
+	LagEvery time.Duration
 	// ClientOpts are appended to the client options (tests shorten heartbeats here).
 	ClientOpts []kgo.Opt
 }
@@ -60,6 +66,7 @@ type Runner struct {
 
 	processed *prometheus.CounterVec
 	failures  *prometheus.CounterVec
+	lag       *prometheus.GaugeVec
 	dead      *DeadLetters
 
 	// commitMu orders periodic commits with revokes: a periodic commit never sends an
@@ -100,6 +107,9 @@ func NewRunner(o RunnerOptions) (*Runner, error) {
 	if o.RetryMax < o.RetryMin {
 		o.RetryMax = max(10*time.Second, o.RetryMin)
 	}
+	if o.LagEvery <= 0 {
+		o.LagEvery = 10 * time.Second
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
@@ -116,6 +126,10 @@ func NewRunner(o RunnerOptions) (*Runner, error) {
 			Name: "rental_kafka_handler_errors_total",
 			Help: "Handler attempts that returned an error (each retry counts), by consumer group and topic.",
 		}, []string{"group", "topic"})),
+		lag: metrics.Register(o.Registerer, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rental_kafka_consumer_lag_records",
+			Help: "Records of a partition not yet processed by its consumer group (high watermark minus the next offset to process), reported by the member that owns the partition.",
+		}, []string{"group", "topic", "partition"})),
 		dead: NewDeadLetters(o.Group, o.Registerer),
 	}
 	return r, nil
@@ -177,6 +191,12 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 	}()
 
+	lagDone := make(chan struct{})
+	go func() {
+		defer close(lagDone)
+		metrics.Sample(ctx, r.o.LagEvery, r.log, "consumer lag", r.measureLag)
+	}()
+
 	runErr := Poll(ctx, r.cl, r.log, func(topic string, partition int32, records []*kgo.Record) {
 		r.mu.Lock()
 		w := r.workers[tp{topic, partition}]
@@ -186,6 +206,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 	})
 	<-commitDone
+	<-lagDone
 
 	// Shutdown: stop every worker, then commit with a fresh context (ctx is done).
 	r.mu.Lock()
@@ -200,6 +221,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.commit(cctx, r.snapshot(all))
 	r.commitMu.Unlock()
 	cancel()
+	for _, w := range all {
+		r.forgetLag(w.k)
+	}
 	r.cl.CloseAllowingRebalance()
 	r.log.Info("consumer stopped")
 	return runErr
@@ -269,6 +293,7 @@ func (r *Runner) detach(gone map[string][]int32) []*worker {
 			if w, ok := r.workers[k]; ok {
 				ws = append(ws, w)
 				delete(r.workers, k)
+				r.forgetLag(k)
 			}
 		}
 	}
@@ -339,4 +364,66 @@ func stopAll(ws []*worker) {
 	for _, w := range ws {
 		<-w.exited
 	}
+}
+
+// measureLag sets rental_kafka_consumer_lag_records for every partition this member owns:
+// the partition's end offset minus the next offset to process (what the worker processed,
+// or the group's committed offset when that is further, or the log start when there is
+// neither yet). Revoked partitions lose their series, so each partition is reported by its
+// current owner only and max/sum over replicas are meaningful.
+func (r *Runner) measureLag(ctx context.Context) error {
+	r.mu.Lock()
+	cl := r.cl
+	owned := make(map[tp]*worker, len(r.workers))
+	for k, w := range r.workers {
+		owned[k] = w
+	}
+	r.mu.Unlock()
+	if cl == nil || len(owned) == 0 {
+		return nil
+	}
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, r.o.Topics...)
+	if err != nil {
+		return err
+	}
+	committed, err := adm.FetchOffsets(ctx, r.o.Group)
+	if err != nil {
+		return err
+	}
+	var starts kadm.ListedOffsets
+	for k, w := range owned {
+		end, ok := ends.Lookup(k.topic, k.partition)
+		if !ok || end.Err != nil {
+			continue
+		}
+		w.mu.Lock()
+		pos := w.done.Offset
+		w.mu.Unlock()
+		if c, ok := committed.Lookup(k.topic, k.partition); ok && c.Err == nil && c.At > pos {
+			pos = c.At
+		}
+		if pos < 0 {
+			if starts == nil {
+				if starts, err = adm.ListStartOffsets(ctx, r.o.Topics...); err != nil {
+					return err
+				}
+			}
+			s, ok := starts.Lookup(k.topic, k.partition)
+			if !ok || s.Err != nil {
+				continue
+			}
+			pos = s.Offset
+		}
+		r.mu.Lock()
+		if r.workers[k] == w { // not revoked meanwhile: its series was not just deleted
+			r.lag.WithLabelValues(r.o.Group, k.topic, strconv.Itoa(int(k.partition))).Set(float64(max(end.Offset-pos, 0)))
+		}
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+func (r *Runner) forgetLag(k tp) {
+	r.lag.DeleteLabelValues(r.o.Group, k.topic, strconv.Itoa(int(k.partition)))
 }

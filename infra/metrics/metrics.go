@@ -22,9 +22,16 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// Run serves GET /metrics on addr until ctx is cancelled. An empty addr disables the
-// listener (Run just waits), so callers need no special case.
-func Run(ctx context.Context, addr string, g prometheus.Gatherer, log *slog.Logger) error {
+// Route is one more handler served on the operations listener next to /metrics (the
+// stages' /healthz and /readyz).
+type Route struct {
+	Pattern string // http.ServeMux pattern, e.g. "GET /readyz"
+	Handler http.Handler
+}
+
+// Run serves GET /metrics and the given routes on addr until ctx is cancelled. An empty
+// addr disables the listener (Run just waits), so callers need no special case.
+func Run(ctx context.Context, addr string, g prometheus.Gatherer, log *slog.Logger, routes ...Route) error {
 	if addr == "" {
 		<-ctx.Done()
 		return nil
@@ -35,6 +42,9 @@ func Run(ctx context.Context, addr string, g prometheus.Gatherer, log *slog.Logg
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	for _, r := range routes {
+		mux.Handle(r.Pattern, r.Handler)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -67,4 +77,26 @@ func Register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 		panic("metrics: " + err.Error())
 	}
 	return c
+}
+
+// Sample calls read once right away and then every interval until ctx ends; read sets the
+// gauges of a periodic measurement (a query of a queue's depth). A failed read is logged
+// and the gauges keep their last values until the next read succeeds. Each read gets at
+// most interval to finish, so a slow database never piles reads up.
+func Sample(ctx context.Context, interval time.Duration, log *slog.Logger, what string, read func(context.Context) error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, interval)
+		err := read(rctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			log.Warn("reading "+what+" for metrics failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

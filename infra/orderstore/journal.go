@@ -179,3 +179,35 @@ func OrderOfTx(ctx context.Context, q Querier, txID string) (string, error) {
 	err := q.QueryRow(ctx, `SELECT order_id FROM signed_txs WHERE txid = $1`, txID).Scan(&orderID)
 	return orderID, err
 }
+
+// JournalBacklog is one state of the unsettled signer journal: how many transactions are
+// in it and how long the oldest has been.
+type JournalBacklog struct {
+	Count  int64
+	Oldest time.Duration
+}
+
+// UnsettledJournal counts the journal's entries whose fate is not known yet, by state
+// (signed: stored, not known to be accepted by the node; broadcast: accepted, not yet in a
+// block). Both states are always present in the result. The partial index
+// signed_txs_unsettled makes this read only the entries in flight.
+func UnsettledJournal(ctx context.Context, q Querier) (map[string]JournalBacklog, error) {
+	rows, err := q.Query(ctx, `SELECT state, count(*), EXTRACT(EPOCH FROM now() - min(created_at))::float8
+		FROM signed_txs WHERE state IN ('signed', 'broadcast') GROUP BY state`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]JournalBacklog{JournalSigned: {}, JournalBroadcast: {}}
+	for rows.Next() {
+		var state string
+		var b JournalBacklog
+		var age float64
+		if err := rows.Scan(&state, &b.Count, &age); err != nil {
+			return nil, err
+		}
+		b.Oldest = time.Duration(max(age, 0) * float64(time.Second))
+		out[state] = b
+	}
+	return out, rows.Err()
+}

@@ -381,3 +381,12 @@ func (d DeliveryStats) DeliveryLastHour(ctx context.Context) (health.DeliveryWin
 	}
 	return w, nil
 }
+
+// GetAny reads one order whatever its account (support tooling); ErrNotFound when none.
+func GetAny(ctx context.Context, q Querier, id string) (Row, error) {
+	row, err := scan(q.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Row{}, ErrNotFound
+	}
+	return row, err
+}

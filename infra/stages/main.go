@@ -38,9 +38,9 @@ func (p *Process) Defer(f func()) { p.cleanups = append(p.cleanups, f) }
 // runs it next to the metrics listener until a signal, and on any failure logs one line
 // with the stage's name and exits 1.
 func Main(name string, build func(p *Process) (Runner, error)) {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log := NewLogger(os.Stderr, os.Getenv("LOG_FORMAT"), os.Getenv("LOG_LEVEL")).With("stage", name)
 	if err := run(log, name, build); err != nil {
-		log.Error(name+" failed", "stage", name, "err", err)
+		log.Error(name+" failed", "err", err)
 		os.Exit(1)
 	}
 }
@@ -60,6 +60,9 @@ func run(log *slog.Logger, name string, build func(p *Process) (Runner, error)) 
 	cfg, err := config.Load()
 	if err != nil {
 		return err
+	}
+	if len(cfg.Unknown) > 0 {
+		log.Warn("unknown configuration variables (misspelt?); they are ignored", "vars", cfg.Unknown)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -81,8 +84,12 @@ func run(log *slog.Logger, name string, build func(p *Process) (Runner, error)) 
 	if err != nil {
 		return err
 	}
+	ready, err := Readiness(p, name)
+	if err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return stage.Run(gctx) })
-	g.Go(func() error { return metrics.Run(gctx, cfg.MetricsAddr, reg, log) })
+	g.Go(func() error { return metrics.Run(gctx, cfg.MetricsAddr, reg, log, OpsRoutes(ready)...) })
 	return g.Wait()
 }

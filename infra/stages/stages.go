@@ -38,8 +38,21 @@ func (f RunnerFunc) Run(ctx context.Context) error { return f(ctx) }
 // KafkaProducer connects to cfg.KafkaBrokers and creates every catalogue topic that is
 // missing. The caller closes the client.
 func KafkaProducer(ctx context.Context, cfg config.Config) (*kgo.Client, error) {
-	cl, err := kafka.NewClient(cfg.KafkaBrokers)
+	sec, err := KafkaOpts(cfg)
 	if err != nil {
+		return nil, err
+	}
+	cl, err := kafka.NewClient(cfg.KafkaBrokers, sec...)
+	if err != nil {
+		return nil, err
+	}
+	// Brokers that answer but refuse the client (credentials, TLS) stop the stage at once
+	// with a message naming the variables; brokers that do not answer are waited for.
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = KafkaSecurity(cfg).CheckAuth(actx, cl)
+	cancel()
+	if err != nil {
+		cl.Close()
 		return nil, err
 	}
 	// Kafka down at start: wait for it (WaitFor) rather than exit.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"rental/infra/accounts"
 )
 
 // Item is a delivery in the queue (table webhook_queue). Only the head of its ordering key
@@ -545,4 +547,66 @@ func (s *Store) PruneHistory(ctx context.Context, olderThan time.Duration) (int6
 			return total, nil
 		}
 	}
+}
+
+// QueueStats is what an operator watches of the delivery queue.
+type QueueStats struct {
+	Depth int64 // deliveries queued (heads and those waiting behind them)
+	// OldestDue is how long the longest-waiting delivery has been due (0 when none is
+	// due): a head waiting for a retry is not due until its next attempt.
+	OldestDue time.Duration
+}
+
+// Stats reads the queue's depth and oldest due age in one statement (the due_at index
+// answers the minimum; the count reads the queue, which is small unless deliveries are
+// failing).
+func (s *Store) Stats(ctx context.Context) (QueueStats, error) {
+	var st QueueStats
+	var age float64
+	err := s.pool.QueryRow(ctx, `SELECT count(*),
+			COALESCE(GREATEST(EXTRACT(EPOCH FROM now() - min(due_at)), 0), 0)::float8
+		FROM webhook_queue`).Scan(&st.Depth, &age)
+	st.OldestDue = time.Duration(age * float64(time.Second))
+	return st, err
+}
+
+// ReplayMaxAttempts is how many attempts a replayed delivery gets on its endpoint.
+const ReplayMaxAttempts = 10
+
+// ErrNoEndpoint is returned by Replay when no active endpoint of the account takes the
+// event: nothing is queued and the event stays replayable.
+var ErrNoEndpoint = errors.New("webhooks: no active endpoint of the account takes the event")
+
+// Replay queues a dead-lettered delivery again (it.AccountID, OKey, EventID, EventType and
+// Body from the dead letter), behind the other deliveries of its key, on the role a new
+// event would start on, with a fresh ReplayMaxAttempts attempts; a deliverer's sweep picks
+// it up within seconds. Each event is replayed at most once: the replay is remembered in
+// webhook_replays, with the actor and reason, and audited, in the same transaction.
+// replayed is false when the event was replayed before (nothing changes).
+func (s *Store) Replay(ctx context.Context, it Item, actor, reason string) (replayed bool, err error) {
+	err = s.InTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO webhook_replays (event_id, account_id, actor, reason) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (event_id) DO NOTHING`, it.EventID, it.AccountID, actor, reason)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		var role string
+		err = tx.QueryRow(ctx, `SELECT role FROM webhook_endpoints
+			WHERE account_id = $1 AND is_active AND (events IS NULL OR $2 = ANY (events))
+			ORDER BY role = 'backup' LIMIT 1`, it.AccountID, it.EventType).Scan(&role)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNoEndpoint
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_queue (account_id, okey, event_id, event_type, body, max_attempts, role)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (event_id) DO NOTHING`,
+			it.AccountID, it.OKey, it.EventID, it.EventType, it.Body, ReplayMaxAttempts, role); err != nil {
+			return err
+		}
+		replayed = true
+		return accounts.WriteAudit(ctx, tx, it.AccountID, actor, "webhook.replay", map[string]any{"event_id": it.EventID, "reason": reason, "role": role})
+	})
+	return replayed, err
 }

@@ -68,8 +68,8 @@ type Store struct {
 
 // NewStore encrypts secrets with masterKey (32 bytes, the API key master key: one key to
 // guard and rotate for every secret the service must be able to read back).
-func NewStore(pool *pgxpool.Pool, masterKey []byte) (*Store, error) {
-	sealer, err := accounts.NewSealer(masterKey)
+func NewStore(pool *pgxpool.Pool, masterKey []byte, previous ...[]byte) (*Store, error) {
+	sealer, err := accounts.NewSealer(masterKey, previous...)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
@@ -355,4 +355,33 @@ func (s *Store) Deliveries(ctx context.Context, accountID, endpointID string, li
 		return out[:limit], true, nil
 	}
 	return out, false, nil
+}
+
+// Rekey re-encrypts every endpoint secret from one API key master key to the next inside
+// tx (they are sealed with the same master key as API key secrets; see accounts.Rekey for
+// the contract) and returns how many it re-encrypted per account.
+func Rekey(ctx context.Context, tx pgx.Tx, from, to *accounts.Sealer) (map[string]int, error) {
+	rows, err := tx.Query(ctx, `SELECT id, account_id, secret_enc FROM webhook_endpoints ORDER BY id FOR UPDATE`)
+	if err != nil {
+		return nil, err
+	}
+	all, err := pgx.CollectRows(rows, accounts.ScanSealed)
+	if err != nil {
+		return nil, err
+	}
+	done := map[string]int{}
+	for _, x := range all {
+		enc, changed, err := accounts.Reseal(from, to, x.ID, x.Enc)
+		if err != nil {
+			return nil, fmt.Errorf("webhook endpoint %s: %w", x.ID, err)
+		}
+		if !changed {
+			continue
+		}
+		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET secret_enc = $2 WHERE id = $1`, x.ID, enc); err != nil {
+			return nil, err
+		}
+		done[x.AccountID]++
+	}
+	return done, nil
 }

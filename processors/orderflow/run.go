@@ -35,6 +35,9 @@ type RunOptions struct {
 	// with the replica is due 15 s after creation (or 30 s after allocation) and the
 	// due-order sweep takes it up.
 	IntentWorkers int
+	// StatsEvery is how often the unsettled signer journal is read for its metrics
+	// (default 5s).
+	StatsEvery time.Duration
 	// ClientOpts are added to the Kafka clients (tests shorten timeouts).
 	ClientOpts []kgo.Opt
 }
@@ -56,6 +59,9 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 	f.intentSlots = make(chan struct{}, ro.IntentWorkers)
 	if err := f.CheckChain(ctx); err != nil {
 		return err
+	}
+	if ro.StatsEvery <= 0 {
+		ro.StatsEvery = 5 * time.Second
 	}
 	if err := f.RegisterPools(ctx); err != nil {
 		return err
@@ -81,6 +87,7 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 	g.Go(func() error { return intents.Run(gctx) })
 	g.Go(func() error { return facts.Run(gctx) })
 	g.Go(func() error { return f.sweep(gctx, ro) })
+	g.Go(func() error { f.journalMetrics(gctx, ro.StatsEvery); return nil })
 	err = g.Wait()
 	f.intentWork.Wait()
 	f.log.Info("order processor stopped")

@@ -11,6 +11,10 @@ import (
 
 func main() {
 	stages.Main("edge", func(p *stages.Process) (stages.Runner, error) {
+		// Only the edge binds PUBLIC_HOST into what customers sign.
+		if err := p.Cfg.CheckDeployed(); err != nil {
+			return nil, err
+		}
 		rdb, err := p.Redis() // waits for Redis when it is down at start
 		if err != nil {
 			return nil, err

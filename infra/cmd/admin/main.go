@@ -10,9 +10,17 @@
 //	admin rotate-address -account ID                      rotate the deposit address (3018 when too often)
 //	admin low-threshold -account ID (-sun N | -default)   the account's balance.low threshold
 //	admin market-provider -slug S [-name ...] ...         market board provider metadata (docs/market.md)
+//	admin account -account ID                             the account: status, balances, keys (no secrets), addresses, audit
+//	admin order -order ID                                 the order: row, fills, signer journal
+//	admin revoke-key -key ID                              revoke an API key as support
+//	admin replay-webhooks [-account ID] [-event ID] [-dry-run]
+//	                                                      queue dead-lettered webhooks again, each at most once
+//	admin rotate-master-key [-old-key-file F]             re-encrypt every secret under API_KEY_MASTER_KEY
+//	                                                      (old key from F or API_KEY_MASTER_KEY_OLD; never printed)
 //
 // Configuration comes from the environment like every stage (DATABASE_URL, NETWORK,
-// DEPOSIT_HD_KEY, USDT_RATE_SUN, USDT_SPREAD_BPS, DEPOSIT_ROTATION_*).
+// DEPOSIT_HD_KEY, USDT_RATE_SUN, USDT_SPREAD_BPS, DEPOSIT_ROTATION_*; KAFKA_* for
+// replay-webhooks; API_KEY_MASTER_KEY for replay-webhooks and rotate-master-key).
 package main
 
 import (
@@ -26,6 +34,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"rental/infra/accounts"
 	"rental/infra/config"
 	"rental/infra/ledgerstore"
 	"rental/infra/pg"
@@ -44,7 +53,8 @@ func main() {
 }
 
 const usage = `usage: admin <command> [flags]
-commands: invariants, held, credit-held, adjust, suspend, unsuspend, close, rotate-address, low-threshold, market-provider
+commands: invariants, held, credit-held, adjust, suspend, unsuspend, close, rotate-address, low-threshold, market-provider,
+  account, order, revoke-key, replay-webhooks, rotate-master-key
 run "admin <command> -h" for the flags of a command`
 
 // errViolations makes run exit 1 without an extra message.
@@ -70,6 +80,11 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	rateSun := fs.Int64("rate-sun", 0, "USDT rate in SUN per USDT before the spread (default: the configured rate)")
 	sun := fs.Int64("sun", -1, "threshold in SUN")
 	def := fs.Bool("default", false, "return to the configured default threshold")
+	order := fs.String("order", "", "order id (ord_...)")
+	key := fs.String("key", "", "API key id")
+	event := fs.String("event", "", "event id (evt_...): replay only this dead letter")
+	dryRun := fs.Bool("dry-run", false, "list what would be replayed, change nothing")
+	oldKeyFile := fs.String("old-key-file", "", "file holding the old master key in hex (default: API_KEY_MASTER_KEY_OLD)")
 	if err := fs.Parse(rest); err != nil {
 		return 2, err
 	}
@@ -234,6 +249,73 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 			return 1, err
 		}
 		fmt.Fprintln(out, "threshold set")
+		return 0, nil
+
+	case "account":
+		if err := need("account"); err != nil {
+			return 2, err
+		}
+		if err := lookupAccount(ctx, cfg, pool, l, *account, out); err != nil {
+			return 1, err
+		}
+		return 0, nil
+
+	case "order":
+		if err := need("order"); err != nil {
+			return 2, err
+		}
+		if err := lookupOrder(ctx, pool, *order, out); err != nil {
+			return 1, err
+		}
+		return 0, nil
+
+	case "revoke-key":
+		if err := need("key"); err != nil {
+			return 2, err
+		}
+		a, err := who()
+		if err != nil {
+			return 2, err
+		}
+		st, err := accounts.New(pool, accounts.Options{})
+		if err != nil {
+			return 1, err
+		}
+		acc, now, err := st.RevokeKeyAsSupport(ctx, *key, a, *reason)
+		if err != nil {
+			return 1, err
+		}
+		if !now {
+			fmt.Fprintf(out, "%s (account %s) was already revoked; nothing changed\n", *key, acc)
+			return 0, nil
+		}
+		fmt.Fprintf(out, "revoked %s of %s; edge replicas refuse it within KEY_CACHE_TTL (%s)\n", *key, acc, cfg.Auth.KeyCacheTTL)
+		return 0, nil
+
+	case "replay-webhooks":
+		a := ""
+		if !*dryRun {
+			if a, err = who(); err != nil {
+				return 2, err
+			}
+		}
+		if err := replayWebhooks(ctx, cfg, pool, *account, *event, a, *reason, *dryRun, out); err != nil {
+			return 1, err
+		}
+		return 0, nil
+
+	case "rotate-master-key":
+		a, err := who()
+		if err != nil {
+			return 2, err
+		}
+		old, err := oldMasterKey(*oldKeyFile)
+		if err != nil {
+			return 2, err
+		}
+		if err := rotateMasterKey(ctx, cfg, pool, old, a, *reason, out); err != nil {
+			return 1, err
+		}
 		return 0, nil
 	}
 	return 2, fmt.Errorf("unknown command %q\n%s", cmd, usage)

@@ -50,10 +50,14 @@ func Batches(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog
 	if err != nil {
 		return nil, err
 	}
+	sec, err := stages.KafkaOpts(cfg)
+	if err != nil {
+		return nil, err
+	}
 	flow := stages.RunnerFunc(func(ctx context.Context) error {
 		return f.Run(ctx, batchflow.RunOptions{Brokers: cfg.KafkaBrokers,
-			ClientOpts: []kgo.Opt{kgo.SessionTimeout(cfg.Processor.SessionTimeout), kgo.HeartbeatInterval(cfg.Processor.SessionTimeout / 5),
-				kgo.RebalanceTimeout(cfg.Processor.SessionTimeout)}})
+			ClientOpts: append(sec, kgo.SessionTimeout(cfg.Processor.SessionTimeout), kgo.HeartbeatInterval(cfg.Processor.SessionTimeout/5),
+				kgo.RebalanceTimeout(cfg.Processor.SessionTimeout))})
 	})
 	return stages.Together(flow, snapshots), nil
 }

@@ -49,7 +49,11 @@ func Crediting(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prom
 	if err != nil {
 		return nil, err
 	}
-	return crediting.NewRunner(c, kafka.RunnerOptions{Brokers: cfg.KafkaBrokers, Logger: log, Registerer: reg})
+	sec, err := stages.KafkaOpts(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return crediting.NewRunner(c, kafka.RunnerOptions{Brokers: cfg.KafkaBrokers, Logger: log, Registerer: reg, ClientOpts: sec})
 }
 
 // Sweeper is the sweeping job, or nil when TREASURY_ADDRESS is unset (sweeping off).

@@ -44,7 +44,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		return nil, errors.New("DEPOSIT_HD_KEY is not set: the BIP32 root (xpub, xprv or hex seed) deposit addresses derive from")
 	}
 
-	store, err := accounts.New(pool, accounts.Options{MasterKey: cfg.Auth.MasterKey, MaxActiveKeys: cfg.Auth.MaxActiveKeys})
+	store, err := accounts.New(pool, accounts.Options{MasterKey: cfg.Auth.MasterKey, PreviousMasterKey: cfg.Auth.PreviousMasterKey, MaxActiveKeys: cfg.Auth.MaxActiveKeys})
 	if err != nil {
 		return nil, err
 	}

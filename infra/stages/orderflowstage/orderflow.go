@@ -69,10 +69,14 @@ func Processor(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prom
 	if err != nil {
 		return nil, err
 	}
+	sec, err := stages.KafkaOpts(cfg)
+	if err != nil {
+		return nil, err
+	}
 	return stages.RunnerFunc(func(ctx context.Context) error {
 		return f.Run(ctx, orderflow.RunOptions{Brokers: cfg.KafkaBrokers,
-			ClientOpts: []kgo.Opt{kgo.SessionTimeout(cfg.Processor.SessionTimeout), kgo.HeartbeatInterval(cfg.Processor.SessionTimeout / 5),
+			ClientOpts: append(sec, kgo.SessionTimeout(cfg.Processor.SessionTimeout), kgo.HeartbeatInterval(cfg.Processor.SessionTimeout/5),
 				// A replica that died mid-rebalance holds the group up for at most this long.
-				kgo.RebalanceTimeout(cfg.Processor.SessionTimeout)}})
+				kgo.RebalanceTimeout(cfg.Processor.SessionTimeout))})
 	}), nil
 }

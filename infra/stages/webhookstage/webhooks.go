@@ -26,7 +26,7 @@ func WebhookStore(cfg config.Config, pool *pgxpool.Pool) (*webhooks.Store, error
 	if len(cfg.Auth.MasterKey) == 0 {
 		return nil, errors.New("API_KEY_MASTER_KEY is not set: it also encrypts webhook secrets at rest")
 	}
-	return webhooks.NewStore(pool, cfg.Auth.MasterKey)
+	return webhooks.NewStore(pool, cfg.Auth.MasterKey, cfg.Auth.PreviousMasterKey)
 }
 
 // WebhookDeliverer is the webhook delivery consumer (consumers/webhookdelivery).
@@ -35,7 +35,12 @@ func WebhookDeliverer(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, r
 	if err != nil {
 		return nil, err
 	}
+	sec, err := stages.KafkaOpts(cfg)
+	if err != nil {
+		return nil, err
+	}
 	return webhookdelivery.New(webhookdelivery.Options{
+		ClientOpts: sec,
 		Brokers:    cfg.KafkaBrokers,
 		Store:      store,
 		Policy:     WebhookPolicy(cfg),

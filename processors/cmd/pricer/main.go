@@ -34,6 +34,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"rental/infra/config"
+	"rental/infra/health"
 	"rental/infra/metrics"
 	"rental/infra/pg"
 	"rental/infra/pricestore"
@@ -45,7 +46,7 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log := stages.NewLogger(os.Stderr, os.Getenv("LOG_FORMAT"), os.Getenv("LOG_LEVEL")).With("stage", "pricer")
 	if err := run(log, os.Args[1:]); err != nil {
 		log.Error("pricer failed", "stage", "pricer", "err", err)
 		os.Exit(1)
@@ -87,7 +88,10 @@ func run(log *slog.Logger, args []string) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.Run(gctx) })
-	g.Go(func() error { return metrics.Run(gctx, cfg.MetricsAddr, reg, log) })
+	ready := &health.Readiness{}
+	stages.AddPostgres(ready, pool)
+	ready.Add("redis", func(ctx context.Context) error { return rdb.Ping(ctx).Err() })
+	g.Go(func() error { return metrics.Run(gctx, cfg.MetricsAddr, reg, log, stages.OpsRoutes(ready)...) })
 	return g.Wait()
 }
 

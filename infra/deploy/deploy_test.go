@@ -1,0 +1,161 @@
+// Package deploy holds the container image and the Kubernetes manifests of every stage
+// (docs/operations.md). Its test renders the kustomize base offline and decodes every
+// object strictly into the Kubernetes API types, so a misspelt field fails `make test`.
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// typed returns an empty value of the API type of kind; the test refuses a kind it does
+// not know, so a new object is checked too.
+func typed(kind string) (any, bool) {
+	switch kind {
+	case "Deployment":
+		return &appsv1.Deployment{}, true
+	case "PodDisruptionBudget":
+		return &policyv1.PodDisruptionBudget{}, true
+	case "Job":
+		return &batchv1.Job{}, true
+	case "ConfigMap":
+		return &corev1.ConfigMap{}, true
+	case "Secret":
+		return &corev1.Secret{}, true
+	case "Service":
+		return &corev1.Service{}, true
+	case "ServiceAccount":
+		return &corev1.ServiceAccount{}, true
+	case "HorizontalPodAutoscaler":
+		return &autoscalingv2.HorizontalPodAutoscaler{}, true
+	}
+	return nil, false
+}
+
+// render builds the kustomization in dir of fs and decodes every object strictly.
+func render(fs filesys.FileSystem, dir string) (map[string]any, error) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	rm, err := k.Run(fs, dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	for _, r := range rm.Resources() {
+		raw, err := r.AsYAML()
+		if err != nil {
+			return nil, err
+		}
+		obj, ok := typed(r.GetKind())
+		if !ok {
+			return nil, fmt.Errorf("%s/%s: kind not checked by this test", r.GetKind(), r.GetName())
+		}
+		if err := yaml.UnmarshalStrict(raw, obj); err != nil {
+			return nil, fmt.Errorf("%s/%s: %w", r.GetKind(), r.GetName(), err)
+		}
+		out[r.GetKind()+"/"+r.GetName()] = obj
+	}
+	return out, nil
+}
+
+// stageBinaries are the stages a Deployment runs, one per binary of `make build`.
+var stageBinaries = []string{"edge", "relay", "chainwatch", "pricer", "orderflow", "batches", "subscriptions", "crediting", "webhooks"}
+
+func TestManifestsRenderAndDecodeStrictly(t *testing.T) {
+	objs, err := render(filesys.MakeFsOnDisk(), "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range stageBinaries {
+		d, ok := objs["Deployment/"+name].(*appsv1.Deployment)
+		if !ok {
+			t.Errorf("no Deployment for stage %s", name)
+			continue
+		}
+		c := d.Spec.Template.Spec.Containers[0]
+		if !slices.Equal(c.Command, []string{"/usr/local/bin/" + name}) {
+			t.Errorf("%s runs %v", name, c.Command)
+		}
+		if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" ||
+			c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+			t.Errorf("%s: probes not wired to /healthz and /readyz", name)
+		}
+		if c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
+			t.Errorf("%s: no resources", name)
+		}
+		if _, ok := objs["PodDisruptionBudget/"+name]; !ok {
+			t.Errorf("%s: no PodDisruptionBudget", name)
+		}
+		if !strings.HasPrefix(c.Image, "registry.example.com/rental:") {
+			t.Errorf("%s: image %q", name, c.Image)
+		}
+	}
+	if _, ok := objs["Job/rental-migrate"]; !ok {
+		t.Error("no migration Job")
+	}
+	if _, ok := objs["HorizontalPodAutoscaler/edge"]; !ok {
+		t.Error("no autoscaler for the edge")
+	}
+	sec := objs["Secret/rental-secrets"].(*corev1.Secret)
+	for _, k := range []string{"API_KEY_MASTER_KEY", "DEPOSIT_HD_KEY", "POOL_KEYS", "KAFKA_SASL_PASSWORD"} {
+		if _, ok := sec.StringData[k]; !ok {
+			t.Errorf("Secret lacks %s", k)
+		}
+	}
+	cm := objs["ConfigMap/rental-config"].(*corev1.ConfigMap)
+	for k := range cm.Data {
+		if strings.Contains(k, "KEY") || strings.Contains(k, "PASSWORD") {
+			t.Errorf("ConfigMap holds a secret: %s", k)
+		}
+	}
+	// Every stage binary of the Makefile's build has a Deployment (or is a tool).
+	mains, _ := filepath.Glob("../../*/cmd/*/main.go")
+	for _, m := range mains {
+		bin := filepath.Base(filepath.Dir(m))
+		if slices.Contains([]string{"admin", "migrate", "devstack", "tronsim"}, bin) {
+			continue
+		}
+		if _, ok := objs["Deployment/"+bin]; !ok {
+			t.Errorf("binary %s has no Deployment", bin)
+		}
+	}
+}
+
+// A misspelt field anywhere in an object fails the render: the check above cannot pass
+// vacuously.
+func TestMisspeltFieldFails(t *testing.T) {
+	fs := filesys.MakeFsInMemory()
+	entries, err := os.ReadDir("base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("base", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == "relay.yaml" {
+			b = bytes.Replace(b, []byte("readinessProbe:"), []byte("readynessProbe:"), 1)
+		}
+		if err := fs.WriteFile(filepath.Join("/base", e.Name()), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = render(fs, "/base")
+	if err == nil || !strings.Contains(err.Error(), "readynessProbe") {
+		t.Fatalf("misspelt field not refused: %v", err)
+	}
+}
