@@ -453,6 +453,18 @@ func TestOrderCreateErrorsChargeNothing(t *testing.T) {
 		t.Fatalf("suspended read: %d %s", r.status, r.body)
 	}
 	oe.exec(t, `UPDATE accounts SET status = 'active' WHERE id = $1`, oe.acct.ID)
+	// k's cached status may have been refreshed while the account was suspended (the key
+	// cache's bound, KEY_CACHE_TTL): wait until k sees it active again, with a body that is
+	// refused for itself (2000) and so stores nothing.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r := oe.signed(t, k, "POST", "/v1/orders", `{`)
+		if r.status != 403 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("k still refused 15 s after the account was reactivated: %d %s", r.status, r.body)
+		}
+	}
 
 	// 4001 on an account that never had money.
 	other := oe.newAccount(t)
