@@ -101,7 +101,7 @@ type Follower struct {
 	o   Options
 	st  *chainstore.Store
 	ex  *extractor
-	m   *metrics
+	m   *followerMetrics
 	log *slog.Logger
 
 	cur    chainstore.Cursor

@@ -3,10 +3,10 @@ package chainwatch
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	promreg "rental/infra/metrics"
+	"rental/infra/metrics"
 )
 
-type metrics struct {
+type followerMetrics struct {
 	headLag   prometheus.Gauge
 	cursor    prometheus.Gauge
 	blocks    prometheus.Counter
@@ -17,8 +17,8 @@ type metrics struct {
 	nodeProblem prometheus.Gauge
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{
+func newMetrics(reg prometheus.Registerer) *followerMetrics {
+	m := &followerMetrics{
 		headLag: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "rental_chainwatch_head_lag_blocks",
 			Help: "Blocks between the node's head and the last block whose facts are committed.",
@@ -49,13 +49,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		m.nodeProblem = promreg.Register(reg, m.nodeProblem)
-		m.headLag = promreg.Register(reg, m.headLag)
-		m.cursor = promreg.Register(reg, m.cursor)
-		m.blocks = promreg.Register(reg, m.blocks)
-		m.facts = promreg.Register(reg, m.facts)
-		m.forks = promreg.Register(reg, m.forks)
-		m.pollFails = promreg.Register(reg, m.pollFails)
+		m.nodeProblem = metrics.Register(reg, m.nodeProblem)
+		m.headLag = metrics.Register(reg, m.headLag)
+		m.cursor = metrics.Register(reg, m.cursor)
+		m.blocks = metrics.Register(reg, m.blocks)
+		m.facts = metrics.Register(reg, m.facts)
+		m.forks = metrics.Register(reg, m.forks)
+		m.pollFails = metrics.Register(reg, m.pollFails)
 	}
 	return m
 }

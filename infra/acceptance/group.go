@@ -42,7 +42,7 @@ import (
 
 	"rental/infra/idempotency"
 	"rental/infra/ledgerstore"
-	promreg "rental/infra/metrics"
+	"rental/infra/metrics"
 	"rental/infra/orderstore"
 	"rental/infra/pg"
 	"rental/infra/sigstore"
@@ -91,17 +91,17 @@ type groupCommitter struct {
 func newGroupCommitter(m *Orders, reg prometheus.Registerer) *groupCommitter {
 	g := &groupCommitter{m: m, max: m.o.GroupMax, workers: m.o.GroupCommitters,
 		queue: make(chan *groupEntry, 16*m.o.GroupMax)}
-	g.size = promreg.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+	g.size = metrics.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "rental_order_group_size",
 		Help:    "Orders stored per group-commit transaction of POST /v1/orders.",
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
 	}))
-	g.wait = promreg.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+	g.wait = metrics.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "rental_order_group_wait_seconds",
 		Help:    "Time a creation spent with the group commit: waiting for a committer and its group's transaction.",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 	}))
-	g.declined = promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	g.declined = metrics.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rental_order_group_declined_total",
 		Help: "Creations the group commit left to the one-by-one transaction, by reason.",
 	}, []string{"reason"}))

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	apiclient "rental/infra/client"
+	"rental/infra/client"
 	"rental/schemas/events"
 	"rental/schemas/topics"
 )
@@ -43,7 +43,7 @@ type batchRecord struct {
 	} `json:"receivers"`
 }
 
-func (c *client) batch(id string) batchRecord {
+func (c *caller) batch(id string) batchRecord {
 	c.t.Helper()
 	var b batchRecord
 	c.want(c.signed("GET", "/v1/batches/"+id, nil), 200, "GET /v1/batches/"+id).decode(c.t, &b)
@@ -51,7 +51,7 @@ func (c *client) batch(id string) batchRecord {
 }
 
 // walkTotal is the public order book's price of amount energy for 5m right now.
-func (c *client) walkTotal(amount int64) int64 {
+func (c *caller) walkTotal(amount int64) int64 {
 	c.t.Helper()
 	var b struct {
 		Walk struct {
@@ -148,7 +148,7 @@ func (h *hookReceiver) deliveries() []hookDelivery {
 	return append([]hookDelivery(nil), h.got...)
 }
 
-func waitFinished(t *testing.T, c *client, id string, within time.Duration) batchRecord {
+func waitFinished(t *testing.T, c *caller, id string, within time.Duration) batchRecord {
 	t.Helper()
 	var b batchRecord
 	took := eventually(t, within, "batch finished", func() bool { b = c.batch(id); return b.Status != "processing" })
@@ -262,7 +262,7 @@ func TestE2EBatchWithAnUnaffordableReceiver(t *testing.T) {
 		return len(got) >= 5
 	})
 	count := map[string]int{}
-	verifier := apiclient.NewWebhookVerifier(endpoint.Secret)
+	verifier := client.NewWebhookVerifier(endpoint.Secret)
 	for _, d := range got {
 		if _, err := verifier.Verify(context.Background(), d.header, d.body); err != nil { // signature, window, event id, dedup
 			t.Fatalf("delivery %s: signature: %v", d.header.Get("X-Event-Type"), err)

@@ -21,7 +21,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	apiclient "rental/infra/client"
+	"rental/infra/client"
 	"rental/infra/tron"
 )
 
@@ -354,7 +354,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if !strings.HasPrefix(secret, "sk_live_") || !strings.HasPrefix(keyID, "ak_live_") {
 		t.Fatalf("key %q secret of %d characters", keyID, len(secret))
 	}
-	c.key = apiclient.New("http://"+c.s.api, keyID, secret, apiclient.WithHTTPClient(c.http))
+	c.key = client.New("http://"+c.s.api, keyID, secret, client.WithHTTPClient(c.http))
 	if bal := c.balance(); bal.BalanceSun+bal.ReservedSun == 0 {
 		t.Fatalf("the new key reads balance %+v", bal)
 	}

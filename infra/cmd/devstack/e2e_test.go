@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	apiclient "rental/infra/client"
+	"rental/infra/client"
 	"rental/infra/ledgerstore"
 	"rental/infra/tron"
 	"rental/schemas/events"
@@ -25,11 +25,11 @@ import (
 // client talks to the dev stack the way a customer and an operator's script would: the
 // edge's HTTP API (anonymous, bootstrap token or signed with an API key) and the
 // simulator's HTTP API.
-type client struct {
+type caller struct {
 	t    *testing.T
 	s    *stack
 	http *http.Client
-	key  *apiclient.Client // the integrators' Go client (infra/client), signing with the API key
+	key  *client.Client // the integrators' Go client (infra/client), signing with the API key
 }
 
 type reply struct {
@@ -46,7 +46,7 @@ func (r reply) decode(t *testing.T, v any) {
 }
 
 // jsonBody marshals body; nil sends no body.
-func (c *client) jsonBody(body any) []byte {
+func (c *caller) jsonBody(body any) []byte {
 	c.t.Helper()
 	if body == nil {
 		return nil
@@ -59,7 +59,7 @@ func (c *client) jsonBody(body any) []byte {
 }
 
 // send sends raw (a JSON body, or nil for none) with the headers given as name, value pairs.
-func (c *client) send(method, url string, raw []byte, header ...string) reply {
+func (c *caller) send(method, url string, raw []byte, header ...string) reply {
 	c.t.Helper()
 	req, err := http.NewRequest(method, url, bytes.NewReader(raw))
 	if err != nil {
@@ -84,7 +84,7 @@ func (c *client) send(method, url string, raw []byte, header ...string) reply {
 }
 
 // api calls the edge without credentials (or with the headers given).
-func (c *client) api(method, target string, body any, header ...string) reply {
+func (c *caller) api(method, target string, body any, header ...string) reply {
 	c.t.Helper()
 	return c.send(method, "http://"+c.s.api+target, c.jsonBody(body), header...)
 }
@@ -92,7 +92,7 @@ func (c *client) api(method, target string, body any, header ...string) reply {
 // signed calls the edge with the API key through infra/client: X-API-KEY, X-API-TIMESTAMP,
 // X-API-SIGN over the exact bytes sent, a fresh signature per attempt, the spec's retry
 // policy. Any answer is returned for the caller to check.
-func (c *client) signed(method, target string, body any) reply {
+func (c *caller) signed(method, target string, body any) reply {
 	c.t.Helper()
 	resp, err := c.key.Do(context.Background(), method, target, c.jsonBody(body))
 	if resp == nil {
@@ -103,7 +103,7 @@ func (c *client) signed(method, target string, body any) reply {
 
 // createOrder places an order with the client's CreateOrder (same client_order_id on every
 // retry, look-up by it when the outcome stays unknown) and returns its last answer.
-func (c *client) createOrder(req apiclient.OrderRequest) reply {
+func (c *caller) createOrder(req client.OrderRequest) reply {
 	c.t.Helper()
 	got, err := c.key.CreateOrder(context.Background(), req)
 	if got.LookedUp {
@@ -116,13 +116,13 @@ func (c *client) createOrder(req apiclient.OrderRequest) reply {
 }
 
 // sim calls the simulator (java-tron's /wallet/ API or the /sim/ control API).
-func (c *client) sim(method, path string, body any) reply {
+func (c *caller) sim(method, path string, body any) reply {
 	c.t.Helper()
 	return c.send(method, "http://"+c.s.sim+path, c.jsonBody(body))
 }
 
 // want fails unless r has the status.
-func (c *client) want(r reply, status int, what string) reply {
+func (c *caller) want(r reply, status int, what string) reply {
 	c.t.Helper()
 	if r.status != status {
 		c.t.Fatalf("%s: HTTP %d, want %d: %s", what, r.status, status, r.body)
@@ -150,7 +150,7 @@ type balance struct {
 	AvailableSun int64 `json:"available_sun"`
 }
 
-func (c *client) balance() balance {
+func (c *caller) balance() balance {
 	c.t.Helper()
 	b, err := c.key.Balance(context.Background())
 	if err != nil {
@@ -160,7 +160,7 @@ func (c *client) balance() balance {
 }
 
 // wantBalance checks the balance to the SUN.
-func (c *client) wantBalance(step string, balanceSun, reservedSun int64) {
+func (c *caller) wantBalance(step string, balanceSun, reservedSun int64) {
 	c.t.Helper()
 	b := c.balance()
 	want := balance{BalanceSun: balanceSun, ReservedSun: reservedSun, AvailableSun: balanceSun - reservedSun}
@@ -200,7 +200,7 @@ type orderRecord struct {
 	} `json:"failure"`
 }
 
-func (c *client) order(id string) orderRecord {
+func (c *caller) order(id string) orderRecord {
 	c.t.Helper()
 	var o orderRecord
 	c.want(c.signed("GET", "/v1/orders/"+id, nil), 200, "GET /v1/orders/"+id).decode(c.t, &o)
@@ -212,7 +212,7 @@ func (c *client) order(id string) orderRecord {
 
 // delegatedEnergySun is what from has delegated to to for energy, as the simulator's
 // java-tron API reports it (getdelegatedresourcev2 on the head state).
-func (c *client) delegatedEnergySun(from, to string) int64 {
+func (c *caller) delegatedEnergySun(from, to string) int64 {
 	c.t.Helper()
 	var out struct {
 		DelegatedResource []struct {
@@ -243,7 +243,7 @@ type simAccount struct {
 	} `json:"delegations_in"`
 }
 
-func (c *client) simAccount(addr string) simAccount {
+func (c *caller) simAccount(addr string) simAccount {
 	c.t.Helper()
 	var a simAccount
 	c.want(c.sim("GET", "/sim/accounts/"+addr, nil), 200, "GET /sim/accounts").decode(c.t, &a)
@@ -261,7 +261,7 @@ type txContract struct {
 	Lock     bool   `json:"lock"`
 }
 
-func (c *client) txContract(txid string) (txContract, bool) {
+func (c *caller) txContract(txid string) (txContract, bool) {
 	c.t.Helper()
 	var tx struct {
 		RawData struct {
@@ -310,16 +310,16 @@ func orderEvents(t *testing.T, s *stack, orderID, last string) []events.Envelope
 type e2e struct {
 	t   *testing.T
 	s   *stack
-	c   *client
+	c   *caller
 	acc string // account id
 
 	receiver string
 	order    orderRecord
-	orderReq apiclient.OrderRequest // the body of POST /v1/orders
-	order201 []byte                 // and its answer
-	pool     string                 // the stake pool that delegated the order
-	stakeSun int64                  // the TRX staked behind the delegation
-	scopes   []string               // the API key's scopes beyond the order flow's
+	orderReq client.OrderRequest // the body of POST /v1/orders
+	order201 []byte              // and its answer
+	pool     string              // the stake pool that delegated the order
+	stakeSun int64               // the TRX staked behind the delegation
+	scopes   []string            // the API key's scopes beyond the order flow's
 }
 
 // e2eStack starts the dev stack with fast blocks and shallow confirmations (a deposit is
@@ -346,7 +346,7 @@ func e2eStack(t *testing.T, env ...string) *e2e {
 			t.Logf("dev stack log:\n%s", s.log)
 		}
 	})
-	return &e2e{t: t, s: s, c: &client{t: t, s: s, http: &http.Client{Timeout: 10 * time.Second}}}
+	return &e2e{t: t, s: s, c: &caller{t: t, s: s, http: &http.Client{Timeout: 10 * time.Second}}}
 }
 
 // signup: challenge, signature in the wallet, bootstrap token, account, API key with the
@@ -388,7 +388,7 @@ func (e *e2e) signup() {
 	if !strings.HasPrefix(key.ID, "ak_live_") || !strings.HasPrefix(key.Secret, "sk_live_") {
 		t.Fatalf("api key id %q, secret of %d characters", key.ID, len(key.Secret))
 	}
-	c.key = apiclient.New("http://"+c.s.api, key.ID, key.Secret, apiclient.WithHTTPClient(c.http))
+	c.key = client.New("http://"+c.s.api, key.ID, key.Secret, client.WithHTTPClient(c.http))
 }
 
 // deposit sends amountSun from the simulator's faucet to the account's TRX deposit address
@@ -446,7 +446,7 @@ func (e *e2e) orderEnergy(amount int64) {
 	e.receiver = e.newReceiver()
 	eventually(t, 15*time.Second, "GET /v1/prices answers 200", func() bool { return c.api("GET", "/v1/prices", nil).status == 200 })
 	o := &e.order
-	e.orderReq = apiclient.OrderRequest{
+	e.orderReq = client.OrderRequest{
 		ClientOrderID: "e2e-" + e.receiver, Resource: "energy", Amount: amount, Tier: "5m", Receiver: e.receiver,
 	}
 	walk := func() int64 { // the public order book's price of this order right now
