@@ -19,6 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 
+	"rental/schemas/apierr"
 	"rental/schemas/openapi"
 )
 
@@ -101,6 +102,12 @@ func (c *contract) check(method, target string, status int, header http.Header, 
 		}
 		return nil
 	}
+	// 413, 414, 415 and 431 come from the transport before the operation runs.
+	if status == 413 || status == 414 || status == 415 || status == 431 {
+		if ok, err := transportAnswer(c, status, body); ok || err != nil {
+			return err
+		}
+	}
 	in := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{
 			Request: req, PathParams: params, Route: route,
@@ -132,17 +139,36 @@ func (c *contract) check(method, target string, status int, header http.Header, 
 // checkRoutingAnswer checks the answer to a request that matched no operation: only the
 // routing and transport answers, 2001 in the envelope.
 func checkRoutingAnswer(c *contract, method, path string, status int, body []byte, why error) error {
-	if status != 404 && status != 405 && status != 400 {
-		return errorf("%s %s is no operation of the document and answered %d (%v)", method, path, status, why)
-	}
-	e, err := envelopeCode(c, body)
-	if err != nil {
+	if ok, err := transportAnswer(c, status, body); ok || err != nil {
 		return err
 	}
-	if e != 2001 {
-		return errorf("%s %s is no operation of the document and answered %d with code %d, not 2001", method, path, status, e)
+	return errorf("%s %s is no operation of the document and answered %d (%v)", method, path, status, why)
+}
+
+// transportCodes are answered by the HTTP layer before (or instead of) an operation, on any
+// path: unknown route, wrong method, oversized body, target or headers, an encoding it does
+// not read, and a request it could not read or that carries a body where none is allowed
+// (2001). docs/errors.md "HTTP transport answers".
+var transportCodes = []int{2001, 2050, 2051, 2052, 2053, 2054, 2055}
+
+// transportAnswer reports whether an answer is one of the transport layer's, with the
+// catalogue status of its code.
+func transportAnswer(c *contract, status int, body []byte) (bool, error) {
+	if status < 400 || status >= 500 {
+		return false, nil
 	}
-	return nil
+	code, err := envelopeCode(c, body)
+	if err != nil {
+		return false, err
+	}
+	e, ok := apierr.ByCode(code)
+	if !ok || !slices.Contains(transportCodes, code) {
+		return false, nil
+	}
+	if e.Status != status && !(code == 2001 && status == 400) {
+		return false, errorf("transport answer %d with code %d, whose catalogue status is %d", status, code, e.Status)
+	}
+	return true, nil
 }
 
 // templateMatches reports whether path is an instance of the path template tmpl, segment

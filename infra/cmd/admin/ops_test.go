@@ -234,7 +234,7 @@ func TestRotateMasterKey(t *testing.T) {
 func TestReplayWebhookDeadLetters(t *testing.T) {
 	e := newOpsEnv(t)
 	ctx := context.Background()
-	broker := testenv.Kafka(t)
+	broker := testenv.Kafka(t, testenv.SyntheticPayloads) // hand-made dead letters: the replay, not their shape, is tested
 	t.Setenv("KAFKA_BROKERS", broker)
 	cl, err := kafka.NewClient([]string{broker})
 	if err != nil {
