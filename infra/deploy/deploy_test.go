@@ -72,7 +72,7 @@ func render(fs filesys.FileSystem, dir string) (map[string]any, error) {
 }
 
 // stageBinaries are the stages a Deployment runs, one per binary of `make build`.
-var stageBinaries = []string{"edge", "relay", "chainwatch", "pricer", "orderflow", "batches", "subscriptions", "crediting", "webhooks"}
+var stageBinaries = []string{"edge", "relay", "chainwatch", "pricer", "marketwatch", "orderflow", "batches", "subscriptions", "crediting", "webhooks"}
 
 func TestManifestsRenderAndDecodeStrictly(t *testing.T) {
 	objs, err := render(filesys.MakeFsOnDisk(), "base")
