@@ -63,6 +63,8 @@
     whole = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
     return (neg ? "-" : "") + whole + (frac ? "." + frac : "") + " TRX";
   }
+  // USDT amounts come in units of 1e-6 USDT, the same six decimals as SUN to TRX.
+  function microUSDT(n) { return n === null || n === undefined ? "–" : sunToTRX(n).replace(/ TRX$/, " USDT"); }
   function group(n) { return n === null || n === undefined ? "–" : String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
   function sunText(sun) { return sunToTRX(sun) + " (" + group(sun) + " SUN)"; }
   function when(ts) {
@@ -314,7 +316,7 @@
           h("dl", {},
             h("dt", { text: T("overview.total") }), h("dd", { id: "balance-sun", text: sunText(bal.balance_sun) }),
             h("dt", { text: T("overview.reserved") }), h("dd", { id: "reserved-sun", text: sunText(bal.reserved_sun) }),
-            h("dt", { text: T("overview.usdt") }), h("dd", { text: group(bal.balance_usdt) + " (1e-6 USDT)" }),
+            h("dt", { text: T("overview.usdt") }), h("dd", { text: microUSDT(bal.balance_usdt) }),
             h("dt", { text: T("overview.status") }), h("dd", { id: "account-status", text: acct.status }))),
         h("div", { class: "card" },
           h("h2", { text: T("overview.totals") }),
@@ -770,7 +772,7 @@
         h("thead", {}, h("tr", {}, [T("market.provider"), T("market.price1h"), T("market.savings"), T("market.avail")].map(function (x) { return h("th", { scope: "col", text: x }); }))),
         h("tbody", {}, (board.providers || []).map(function (p) {
           return h("tr", { class: p.stale ? "stale" : "" }, h("td", { text: (p.rank ? p.rank + ". " : "") + p.name }), h("td", { text: p.price_sun_1h === null ? "–" : String(p.price_sun_1h) }),
-            h("td", { text: p.savings_pct === null ? "–" : p.savings_pct + " %" }), h("td", { text: group(p.available_energy) }));
+            h("td", { text: p.savings_pct === null ? "–" : Math.round(p.savings_pct * 100) + " %" }), h("td", { text: group(p.available_energy) }));
         })))));
       // The chart follows this service's own row (slug = brand), else the cheapest provider.
       var own = (board.providers || []).filter(function (p) { return p.slug === CFG.brand; })[0] || (board.providers || [])[0];

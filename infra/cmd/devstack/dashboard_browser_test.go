@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -400,6 +401,22 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.screen("#subs", "#sub-form")
 	b.shot("subscriptions")
 	b.screen("#market", "#market-board")
+	// Savings are shown as the percentage of the API's fraction (savings_pct 0.55 is "55 %").
+	var board struct {
+		Providers []struct {
+			SavingsPct *float64 `json:"savings_pct"`
+		} `json:"providers"`
+	}
+	c.want(c.api("GET", "/v1/market", nil), 200, "GET /v1/market").decode(t, &board)
+	cells := eval[[]string](b, `Array.from(document.querySelectorAll('#market-board tbody tr')).map(function (r) { return r.cells[2].textContent; })`)
+	if len(cells) != len(board.Providers) {
+		t.Fatalf("market board: %d rows in the page, %d from the API", len(cells), len(board.Providers))
+	}
+	for i, p := range board.Providers {
+		if p.SavingsPct != nil && cells[i] != fmt.Sprintf("%d %%", int(math.Round(*p.SavingsPct*100))) {
+			t.Errorf("market board row %d: savings %q for savings_pct %v", i, cells[i], *p.SavingsPct)
+		}
+	}
 	b.shot("market")
 
 	// 6. Sign out everywhere: the page returns to sign-in and the session is gone.
