@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"rental/infra/ratelimit"
+	"rental/infra/testenv"
 )
 
 // A handler whose Postgres refuses connections stored nothing: 503 9003 with Retry-After,
@@ -33,14 +34,15 @@ func TestPostgresRefusingAnswers9003(t *testing.T) {
 
 // With Redis down the per-IP budget is still enforced, by the replica's own budget.
 func TestBudgetsHoldWithRedisDown(t *testing.T) {
-	pr := startPrivateRedis(t)
-	rdb := pr.client()
+	pr := testenv.NewRedisServer(t)
+	pr.Start(true)
+	rdb := pr.Client()
 	t.Cleanup(func() { rdb.Close() })
 	ts := startServer(t, withOptions(func(o *Options) {
 		o.Limiter = ratelimit.New(rdb, "p:")
 		o.RateLimits = RateLimits{IP: redis_rate.Limit{Rate: 5, Burst: 5, Period: time.Second}}
 	}))
-	pr.stop()
+	pr.Stop()
 	codes := map[int]int{}
 	for range 12 {
 		codes[ts.do(t, "GET", "/v1/status", "", "").status]++

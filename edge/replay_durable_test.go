@@ -2,13 +2,7 @@ package edge
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"os/exec"
 	"testing"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"rental/infra/acceptance"
 	"rental/infra/sigstore"
@@ -46,73 +40,13 @@ func TestReplayRefusedAfterRedisFlush(t *testing.T) {
 	}
 }
 
-// privateRedis starts a redis-server without persistence on a free loopback port; stop
-// kills it (the test's own process, by PID) and start runs it again on the same port,
-// empty, like a restart of a Redis without persistence.
-type privateRedis struct {
-	t    *testing.T
-	port int
-	cmd  *exec.Cmd
-}
-
-func startPrivateRedis(t *testing.T) *privateRedis {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server is needed for the Redis restart test: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	p := &privateRedis{t: t, port: port}
-	p.cmd = exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	p.start()
-	t.Cleanup(p.stop)
-	return p
-}
-
-func (p *privateRedis) start() {
-	p.t.Helper()
-	if p.cmd.Process != nil {
-		p.cmd = exec.Command(p.cmd.Path, p.cmd.Args[1:]...)
-	}
-	if err := p.cmd.Start(); err != nil {
-		p.t.Fatal(err)
-	}
-	c := p.client()
-	defer c.Close()
-	for i := 0; ; i++ {
-		if c.Ping(context.Background()).Err() == nil {
-			return
-		}
-		if i > 100 {
-			p.t.Fatal("private redis-server did not answer")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func (p *privateRedis) stop() {
-	if p.cmd.Process != nil && p.cmd.ProcessState == nil {
-		_ = p.cmd.Process.Kill()
-		_ = p.cmd.Wait()
-	}
-}
-
-func (p *privateRedis) client() *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", p.port), MaxRetries: -1,
-		DialTimeout: 200 * time.Millisecond, DialerRetries: 1})
-}
-
 // Across a Redis restart without persistence a replay is refused (1009); while Redis is
 // down, signed writes go on (rate budgets fail open, replay protection holds in Postgres)
 // and a replay is still refused.
 func TestReplayRefusedAcrossRedisRestart(t *testing.T) {
-	pr := startPrivateRedis(t)
-	rdb := pr.client()
+	pr := testenv.NewRedisServer(t)
+	pr.Start(true)
+	rdb := pr.Client()
 	t.Cleanup(func() { rdb.Close() })
 	env := newAuthEnv(t, authEnvOptions{durable: true, rdb: rdb})
 	admin := env.key(t, scopes.APIKeysWrite, scopes.APIKeysRead)
@@ -121,14 +55,14 @@ func TestReplayRefusedAcrossRedisRestart(t *testing.T) {
 	if r := env.signedAt(t, admin, at, "POST", "/v1/api-keys", keyBody); r.status != 201 {
 		t.Fatalf("first use: HTTP %d %s", r.status, r.body)
 	}
-	pr.stop()
+	pr.Stop()
 	// Redis down: a fresh write is served, a replay refused.
 	if r := env.signed(t, admin, "POST", "/v1/api-keys", keyBody); r.status != 201 {
 		t.Fatalf("fresh write with Redis down: HTTP %d %s", r.status, r.body)
 	}
 	wantError(t, env.signedAt(t, admin, at, "POST", "/v1/api-keys", keyBody), 401, 1009, "replayed_signature", nil)
 
-	pr.start() // empty: no persistence
+	pr.Start(true) // empty: no persistence
 	wantError(t, env.signedAt(t, admin, at, "POST", "/v1/api-keys", keyBody), 401, 1009, "replayed_signature", nil)
 	if r := env.signed(t, admin, "POST", "/v1/api-keys", keyBody); r.status != 201 {
 		t.Fatalf("fresh write after the restart: HTTP %d %s", r.status, r.body)

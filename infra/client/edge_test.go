@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -34,16 +33,6 @@ type devEdge struct {
 	log *bytes.Buffer
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func startDevEdge(t *testing.T) *devEdge {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "devstack")
@@ -51,12 +40,12 @@ func startDevEdge(t *testing.T) *devEdge {
 		t.Fatalf("build devstack: %v\n%s", err, out)
 	}
 	db := testenv.Postgres(t)
-	api, sim := freeAddr(t), freeAddr(t)
+	api, sim := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	e := &devEdge{t: t, api: "http://" + api, sim: "http://" + sim, log: &bytes.Buffer{}}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(),
-		"DATABASE_URL="+db.URL, "HTTP_ADDR="+api, "SIM_ADDR="+sim, "PROVIDER_SIM_ADDR="+freeAddr(t),
-		"KAFKA_BROKERS="+freeAddr(t), "METRICS_ADDR=off", "DATA_DIR="+t.TempDir(),
+		"DATABASE_URL="+db.URL, "HTTP_ADDR="+api, "SIM_ADDR="+sim, "PROVIDER_SIM_ADDR="+testenv.FreeAddr(t),
+		"KAFKA_BROKERS="+testenv.FreeAddr(t), "METRICS_ADDR=off", "DATA_DIR="+t.TempDir(),
 		"PRICER_INTERVAL=300ms", "SIM_BLOCK_INTERVAL=100ms", "CONFIRMATIONS=1", "DEPOSIT_CONFIRMATIONS=1",
 		"CHAIN_POLL_INTERVAL=100ms", "OUTBOX_SWEEP_INTERVAL=200ms")
 	cmd.Stdout, cmd.Stderr = e.log, e.log

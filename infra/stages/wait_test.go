@@ -2,33 +2,22 @@ package stages
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"rental/infra/redisx"
+	"rental/infra/testenv"
 )
 
 // A stage started while Redis is down waits for it and connects once it answers, instead
 // of exiting; cancelled while waiting, it returns the last error.
 func TestWaitForDependencyStartedLater(t *testing.T) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server is needed: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
+	srv := testenv.NewRedisServer(t) // not started yet
+	url := srv.URL()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -48,11 +37,7 @@ func TestWaitForDependencyStartedLater(t *testing.T) {
 		t.Fatalf("returned before Redis started: %v", r.err)
 	default:
 	}
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	srv.Start(false)
 	r := <-done
 	if r.err != nil {
 		t.Fatalf("did not connect once Redis answered: %v", r.err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -40,16 +39,6 @@ type stack struct {
 	db   string // the stack's own database, cloned from the migrated template
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func newStack(t *testing.T) *stack {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "devstack")
@@ -58,12 +47,12 @@ func newStack(t *testing.T) *stack {
 		t.Fatalf("build devstack: %v\n%s", err, out)
 	}
 	db := testenv.Postgres(t)
-	s := &stack{t: t, bin: bin, api: freePort(t), sim: freePort(t), kafk: freePort(t), db: db.URL}
+	s := &stack{t: t, bin: bin, api: testenv.FreeAddr(t), sim: testenv.FreeAddr(t), kafk: testenv.FreeAddr(t), db: db.URL}
 	s.env = append(os.Environ(),
 		"DATABASE_URL="+db.URL,
 		"HTTP_ADDR="+s.api,
 		"SIM_ADDR="+s.sim,
-		"PROVIDER_SIM_ADDR="+freePort(t),
+		"PROVIDER_SIM_ADDR="+testenv.FreeAddr(t),
 		"PRICER_INTERVAL=300ms",
 		"KAFKA_BROKERS="+s.kafk,
 		"METRICS_ADDR=off",
