@@ -140,7 +140,8 @@ type Flow struct {
 	byAddr  map[tron.Address]tron.PrivateKey
 	chain   *chainCache
 	lockCap *lockCap
-	alloc   allocGroup // allocate.go
+	alloc   allocGroup         // allocate.go
+	marks   grouper[*markReq] // mark.go
 
 	intentSlots chan struct{}  // run.go: orders being delivered from intents, bounded
 	intentWork  sync.WaitGroup // run.go: those workers, waited for when Run ends
@@ -253,8 +254,9 @@ func (f *Flow) reschedule(ctx context.Context, orderID string, d time.Duration) 
 	_ = orderstore.DueAgain(ctx, f.o.Pool, orderID, f.o.Now().Add(d))
 }
 
-// action is work a step decided under the lock and does after commit (a broadcast).
-type action func(ctx context.Context) error
+// action is work a step decided under the lock and does after commit (a broadcast); more
+// reports that another step may follow at once.
+type action func(ctx context.Context) (more bool, err error)
 
 // step runs one step in its own transaction. more reports that another step may follow at
 // once.
@@ -268,10 +270,7 @@ func (f *Flow) step(ctx context.Context, orderID string) (more bool, err error) 
 		return false, err
 	}
 	if after != nil {
-		if err := after(ctx); err != nil {
-			return false, err
-		}
-		return true, nil
+		return after(ctx)
 	}
 	return more, nil
 }

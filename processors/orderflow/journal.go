@@ -70,7 +70,7 @@ func (f *Flow) sign(ctx context.Context, tx pgx.Tx, o orderstore.Row, purpose st
 // what the node said. A node that cannot be reached leaves them signed: the next step
 // broadcasts the same bytes again.
 func (f *Flow) broadcastAll(js []orderstore.JournalEntry) action {
-	return func(ctx context.Context) error {
+	return func(ctx context.Context) (bool, error) {
 		var errs []error
 		for _, j := range js {
 			state, result, err := f.broadcast(ctx, j)
@@ -82,7 +82,35 @@ func (f *Flow) broadcastAll(js []orderstore.JournalEntry) action {
 				errs = append(errs, err)
 			}
 		}
-		return errors.Join(errs...)
+		return true, errors.Join(errs...)
+	}
+}
+
+// broadcastAndMark broadcasts an order's journaled delegations like broadcastAll, and hands
+// the node's answers to the group broadcast mark (mark.go), which records them and moves
+// the order to delegated when they complete its delivery: then no further step is needed
+// now. Otherwise the order's next step goes on from the recorded answers.
+func (f *Flow) broadcastAndMark(orderID string, js []orderstore.JournalEntry) action {
+	return func(ctx context.Context) (bool, error) {
+		var errs []error
+		var sent []orderstore.Sent
+		for _, j := range js {
+			state, result, err := f.broadcast(ctx, j)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			sent = append(sent, orderstore.Sent{TxID: j.TxID, State: state, Result: result})
+		}
+		if len(sent) > 0 {
+			marked, err := f.markSent(ctx, orderID, sent)
+			if err != nil {
+				errs = append(errs, err)
+			} else if marked && len(errs) == 0 {
+				return false, nil
+			}
+		}
+		return true, errors.Join(errs...)
 	}
 }
 

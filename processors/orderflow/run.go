@@ -150,6 +150,14 @@ func (f *Flow) HandleFact(ctx context.Context, r *kgo.Record) error {
 		if fact.Result != "SUCCESS" {
 			state = orderstore.JournalFailed
 		}
+		// Normally the result is applied in the transaction of the step it advances (the
+		// confirmation, usually): one commit for both. Should that step fail, the result is
+		// applied on its own below and the order advanced as for any other wake-up.
+		var handled bool
+		if handled, err = f.stepOnFact(ctx, fact, state); handled || ctx.Err() != nil {
+			return err
+		}
+		f.log.Warn("step on a chain fact failed; applying the fact on its own", "txid", fact.TxID, "err", err)
 		// A row recorded dropped that lands all the same means a transaction was taken
 		// for gone too early: record the truth and say so loudly (its step may have been
 		// signed again).
@@ -178,6 +186,56 @@ func (f *Flow) HandleFact(ctx context.Context, r *kgo.Record) error {
 	}
 	f.advanceLogged(ctx, orderID)
 	return nil
+}
+
+// stepOnFact applies a transaction's block result inside the first step of its order
+// (orderstore.BeginLockedOnFact) and advances the order from there. handled reports that
+// the result is applied and the order advanced (an error then is the order's, already
+// rescheduled like Advance does, or the fact is not ours); false leaves both to the caller.
+func (f *Flow) stepOnFact(ctx context.Context, fact events.ChainFact, state string) (handled bool, err error) {
+	c, err := f.o.Pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	tx, l, applied, err := orderstore.BeginLockedOnFact(ctx, c.Conn(), fact.TxID, state, fact.Result, fact.BlockNum, time.Time(fact.BlockTime))
+	if err != nil {
+		c.Release()
+		if errors.Is(err, orderstore.ErrNotFound) {
+			return true, nil // not a transaction of ours
+		}
+		return false, err
+	}
+	more, after, err := f.dispatch(ctx, tx, l.Row, &loaded{journal: l.Journal, fills: l.Fills})
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	if err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		c.Release()
+		return false, err
+	}
+	c.Release()
+	orderID := l.Row.ID
+	if applied.Done && applied.Was == orderstore.JournalDropped {
+		// A row recorded dropped that lands all the same means a transaction was taken
+		// for gone too early: record the truth and say so loudly (its step may have been
+		// signed again).
+		f.log.Error("a transaction recorded as dropped landed on chain; check the order's delegations", "txid", fact.TxID, "order", orderID)
+	}
+	if after != nil {
+		if more, err = after(ctx); err != nil {
+			f.stepErrors.Inc()
+			f.reschedule(ctx, orderID, f.o.RetryEvery)
+			if ctx.Err() == nil {
+				f.log.Warn("order step failed; retried when due", "order", orderID, "err", err)
+			}
+			return true, nil
+		}
+	}
+	if more {
+		f.advanceLogged(ctx, orderID)
+	}
+	return true, nil
 }
 
 // sweep claims due orders (timers: confirmation deadlines, expiry, retries) and advances

@@ -1,0 +1,144 @@
+package orderstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"rental/infra/pg"
+	"rental/infra/tron"
+	"rental/schemas/orders"
+)
+
+// Broadcast marks in groups (docs/order-processing.md "Broadcast marks in groups"): the
+// node's answers to the broadcasts of several orders' delegations and the move of those
+// orders to delegated, in one transaction of two round trips, instead of one statement per
+// answer and one step transaction per order.
+
+// Sent is the node's answer to the broadcast of a journaled transaction: state
+// JournalBroadcast, or JournalDropped with the refusal as Result.
+type Sent struct {
+	TxID   string
+	State  string
+	Result *string
+}
+
+// JournalState is a delegation's journal row without its bytes, as BeginMarks reads it.
+type JournalState struct {
+	TxID    string
+	FillSeq int
+	Attempt int
+	State   string
+}
+
+// MarkState is what BeginMarks read of one order it locked: its fills and its delegations'
+// journal rows, with the answers of this batch applied.
+type MarkState struct {
+	Fills   []Fill
+	Journal []JournalState
+}
+
+// Marks is what BeginMarks locked and read; the answer is there once BeginMarks returned.
+type Marks struct {
+	// Locked are the orders locked (still allocating, their activation done or not asked,
+	// not activation orders), by id.
+	Locked map[string]*MarkState
+}
+
+// BeginMarks begins a transaction on conn that records every answer of sent (as SetSent:
+// a row no longer signed is left alone), locks those of orderIDs still allocating whose
+// delivery is a delegation (an activation asked is performed), skipping any another
+// transaction holds (a step of that order runs; it marks the order itself), and reads their
+// fills and delegation journal rows: BEGIN and all of it in one round trip. End it with
+// Writes.SendCommit (MarkDelegatedMany) or Rollback.
+func BeginMarks(ctx context.Context, conn *pgx.Conn, sent []Sent, orderIDs []string) (pgx.Tx, *Marks, error) {
+	out := &Marks{Locked: map[string]*MarkState{}}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT id FROM orders WHERE id = ANY($1) AND status = 'allocating' AND resource <> 'activation'
+			AND (activation_amount_sun = 0 OR activation_performed) ORDER BY id FOR UPDATE SKIP LOCKED`, orderIDs).
+		Query(func(rows pgx.Rows) error {
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			for _, id := range ids {
+				out.Locked[id] = &MarkState{}
+			}
+			return err
+		})
+	txids, states, results := make([]string, len(sent)), make([]string, len(sent)), make([]*string, len(sent))
+	for i, s := range sent {
+		txids[i], states[i], results[i] = s.TxID, s.State, s.Result
+	}
+	b.Queue(`UPDATE signed_txs s SET state = u.state, result = u.result, updated_at = now()
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS u(txid, state, result)
+		WHERE s.txid = u.txid AND s.state = 'signed'`, txids, states, results)
+	// The reads see the answers above (a statement sees what the transaction wrote before
+	// it); only the locked orders' rows are used.
+	b.Queue(`SELECT order_id, seq, source, pool_address, amount, balance_sun, state FROM order_fills
+		WHERE order_id = ANY($1) ORDER BY order_id, seq`, orderIDs).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var fl Fill
+			var pool *string
+			if err := rows.Scan(&id, &fl.Seq, &fl.Source, &pool, &fl.Amount, &fl.BalanceSun, &fl.State); err != nil {
+				return err
+			}
+			if m := out.Locked[id]; m != nil {
+				if pool != nil {
+					a, err := tron.ParseAddress(*pool)
+					if err != nil {
+						return err
+					}
+					fl.Pool = a
+				}
+				m.Fills = append(m.Fills, fl)
+			}
+		}
+		return rows.Err()
+	})
+	b.Queue(`SELECT order_id, txid, fill_seq, attempt, state FROM signed_txs
+		WHERE order_id = ANY($1) AND purpose = 'delegate' ORDER BY order_id, fill_seq, attempt`, orderIDs).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var j JournalState
+			if err := rows.Scan(&id, &j.TxID, &j.FillSeq, &j.Attempt, &j.State); err != nil {
+				return err
+			}
+			if m := out.Locked[id]; m != nil {
+				m.Journal = append(m.Journal, j)
+			}
+		}
+		return rows.Err()
+	})
+	tx, err := pg.BeginWith(ctx, conn, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tx, out, nil
+}
+
+// FillTx is a fill whose delegation TxID was sent.
+type FillTx struct {
+	OrderID string
+	Seq     int
+	TxID    string
+}
+
+// MarkDelegatedMany queues, for orders whose every delegation was sent, what
+// FillBroadcast and MarkDelegated write for one: the fills broadcast with their
+// delegations, then each order delegated with the hashes of its broadcast fills (fill
+// order), due at due. The orders must be locked in the transaction (BeginMarks).
+func (w *Writes) MarkDelegatedMany(fills []FillTx, orderIDs []string, due time.Time) {
+	ids, seqs, txids := make([]string, len(fills)), make([]int32, len(fills)), make([]string, len(fills))
+	for i, f := range fills {
+		ids[i], seqs[i], txids[i] = f.OrderID, int32(f.Seq), f.TxID
+	}
+	w.b.Queue(`UPDATE order_fills f SET state = 'broadcast', delegate_txid = u.txid, updated_at = now()
+		FROM unnest($1::text[], $2::integer[], $3::text[]) AS u(order_id, seq, txid)
+		WHERE f.order_id = u.order_id AND f.seq = u.seq`, ids, seqs, txids)
+	w.b.Queue(`UPDATE orders o SET delegate_hashes = (SELECT coalesce(array_agg(f.delegate_txid ORDER BY f.seq), '{}') FROM order_fills f
+				WHERE f.order_id = o.id AND f.state = 'broadcast'),
+			status = $2, next_due_at = $3, updated_at = now()
+		WHERE o.id = ANY($1)`, orderIDs, string(orders.Delegated), due)
+}
