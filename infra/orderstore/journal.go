@@ -102,10 +102,22 @@ func InsertSigned(ctx context.Context, tx pgx.Tx, s Signed) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO signed_txs (txid, order_id, purpose, fill_seq, attempt, signer, tx, expiration, state)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'signed')`,
-		s.Tx.TxID, s.OrderID, s.Purpose, s.FillSeq, s.Attempt, s.Signer, body, s.Expiration)
+	_, err = tx.Exec(ctx, insertSignedSQL, s.Tx.TxID, s.OrderID, s.Purpose, s.FillSeq, s.Attempt, s.Signer, body, s.Expiration)
 	return err
+}
+
+const insertSignedSQL = `INSERT INTO signed_txs (txid, order_id, purpose, fill_seq, attempt, signer, tx, expiration, state)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'signed')`
+
+// Signed queues InsertSigned: the transaction is journaled when the writes are sent, and
+// must not be broadcast before their transaction committed.
+func (w *Writes) Signed(s Signed) error {
+	body, err := json.Marshal(s.Tx)
+	if err != nil {
+		return err
+	}
+	w.b.Queue(insertSignedSQL, s.Tx.TxID, s.OrderID, s.Purpose, s.FillSeq, s.Attempt, s.Signer, body, s.Expiration)
+	return nil
 }
 
 // InsertProviderDelegation journals a provider's delegation for the order's fill as

@@ -142,3 +142,71 @@ func (w *Writes) MarkDelegatedMany(fills []FillTx, orderIDs []string, due time.T
 			status = $2, next_due_at = $3, updated_at = now()
 		WHERE o.id = ANY($1)`, orderIDs, string(orders.Delegated), due)
 }
+
+// Deliveries is what BeginDeliveries locked and read.
+type Deliveries struct {
+	// Rows are the orders locked, in id order.
+	Rows []Row
+	// Fills are their fills (sequence order), by order id.
+	Fills map[string][]Fill
+	// Journaled are those of them with a delegation journaled already.
+	Journaled map[string]bool
+}
+
+// BeginDeliveries begins a transaction on conn that locks those of orderIDs allocated and
+// waiting for their delegations (allocating, not activation orders, an activation asked
+// performed), skipping any another transaction holds (a step of that order runs), and
+// reads, once they are locked, their fills and which of them journaled a delegation
+// already: BEGIN and all of it in one round trip. End it with Writes.SendCommit or
+// Rollback.
+func BeginDeliveries(ctx context.Context, conn *pgx.Conn, orderIDs []string) (pgx.Tx, *Deliveries, error) {
+	out := &Deliveries{Fills: map[string][]Fill{}, Journaled: map[string]bool{}}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+columns+` FROM orders WHERE id = ANY($1) AND status = 'allocating' AND resource <> 'activation'
+			AND (activation_amount_sun = 0 OR activation_performed) ORDER BY id FOR UPDATE SKIP LOCKED`, orderIDs).
+		Query(func(rows pgx.Rows) error {
+			defer rows.Close()
+			for rows.Next() {
+				r, err := scan(rows)
+				if err != nil {
+					return err
+				}
+				out.Rows = append(out.Rows, r)
+			}
+			return rows.Err()
+		})
+	b.Queue(`SELECT order_id, seq, source, pool_address, amount, balance_sun, state FROM order_fills
+		WHERE order_id = ANY($1) ORDER BY order_id, seq`, orderIDs).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var fl Fill
+			var pool *string
+			if err := rows.Scan(&id, &fl.Seq, &fl.Source, &pool, &fl.Amount, &fl.BalanceSun, &fl.State); err != nil {
+				return err
+			}
+			if pool != nil {
+				a, err := tron.ParseAddress(*pool)
+				if err != nil {
+					return err
+				}
+				fl.Pool = a
+			}
+			out.Fills[id] = append(out.Fills[id], fl)
+		}
+		return rows.Err()
+	})
+	b.Queue(`SELECT DISTINCT order_id FROM signed_txs WHERE order_id = ANY($1) AND purpose = 'delegate'`, orderIDs).
+		Query(func(rows pgx.Rows) error {
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			for _, id := range ids {
+				out.Journaled[id] = true
+			}
+			return err
+		})
+	tx, err := pg.BeginWith(ctx, conn, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tx, out, nil
+}

@@ -129,6 +129,14 @@ type Writes struct {
 	b pgx.Batch
 }
 
+// With lets another store queue its statements in the same round trip (chainstore.QueueTrack).
+func (w *Writes) With(queue func(b *pgx.Batch)) { queue(&w.b) }
+
+// DueMany queues SetDue for several orders locked in the transaction.
+func (w *Writes) DueMany(orderIDs []string, at time.Time) {
+	w.b.Queue(`UPDATE orders SET next_due_at = $2 WHERE id = ANY($1)`, orderIDs, at)
+}
+
 // Len is the number of statements queued.
 func (w *Writes) Len() int { return w.b.Len() }
 

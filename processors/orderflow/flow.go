@@ -135,13 +135,14 @@ type Options struct {
 
 // Flow is the order processor's logic, shared by its consumers and its timer.
 type Flow struct {
-	o       Options
-	log     *slog.Logger
-	byAddr  map[tron.Address]tron.PrivateKey
-	chain   *chainCache
-	lockCap *lockCap
-	alloc   allocGroup         // allocate.go
-	marks   grouper[*markReq] // mark.go
+	o        Options
+	log      *slog.Logger
+	byAddr   map[tron.Address]tron.PrivateKey
+	chain    *chainCache
+	lockCap  *lockCap
+	alloc    allocGroup           // allocate.go
+	marks    grouper[*markReq]    // mark.go
+	delivers grouper[*deliverReq] // delivergroup.go
 
 	intentSlots chan struct{}  // run.go: orders being delivered from intents, bounded
 	intentWork  sync.WaitGroup // run.go: those workers, waited for when Run ends

@@ -102,7 +102,10 @@ func (f *Flow) HandleIntent(ctx context.Context, r *kgo.Record) error {
 	}
 	work := func() {
 		if in.Kind == orderstore.IntentProcess || in.Kind == "" {
-			f.allocateInGroup(ctx, in.OrderID) // with the orders of the other intents (allocate.go)
+			f.allocateInGroup(ctx, in.OrderID)     // with the orders of the other intents (allocate.go)
+			if f.deliverInGroup(ctx, in.OrderID) { // and delivered with them (delivergroup.go)
+				return
+			}
 		}
 		f.advanceLogged(ctx, in.OrderID)
 	}
