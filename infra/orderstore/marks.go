@@ -2,6 +2,8 @@ package orderstore
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -209,4 +211,146 @@ func BeginDeliveries(ctx context.Context, conn *pgx.Conn, orderIDs []string) (pg
 		return nil, nil, err
 	}
 	return tx, out, nil
+}
+
+// Fact is a chain fact's block result for a journaled transaction (ApplyBlockResult's
+// arguments).
+type Fact struct {
+	TxID      string
+	State     string // JournalLanded or JournalFailed
+	Result    string
+	BlockNum  int64
+	BlockTime time.Time
+}
+
+// FactsLocked is what BeginFacts locked and read.
+type FactsLocked struct {
+	// Orders are the orders locked, each as BeginLocked reads one (journal and fills with
+	// the facts applied), in id order.
+	Orders []Locked
+	// OrderOf is each fact's order, of the facts whose transaction is journaled.
+	OrderOf map[string]string
+	// WasDropped are the transactions recorded dropped whose fact said they landed after all.
+	WasDropped []string
+}
+
+// BeginFacts begins a transaction on conn that locks the orders of several chain facts'
+// transactions, skipping any another transaction holds (its step applies the fact), applies
+// every fact's block result (as ApplyBlockResult: a result applied before is left alone) and
+// reads the locked orders' journals and fills, with the results applied: BEGIN and all of it
+// in one round trip. End it with Commit or Rollback.
+func BeginFacts(ctx context.Context, conn *pgx.Conn, facts []Fact) (pgx.Tx, *FactsLocked, error) {
+	out := &FactsLocked{OrderOf: map[string]string{}}
+	n := len(facts)
+	txids, states, results, nums, times := make([]string, n), make([]string, n), make([]string, n), make([]int64, n), make([]time.Time, n)
+	for i, f := range facts {
+		txids[i], states[i], results[i], nums[i], times[i] = f.TxID, f.State, f.Result, f.BlockNum, f.BlockTime
+	}
+	byID := map[string]*Locked{}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+columns+` FROM orders WHERE id IN (SELECT order_id FROM signed_txs WHERE txid = ANY($1))
+			ORDER BY id FOR UPDATE SKIP LOCKED`, txids).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scan(rows)
+			if err != nil {
+				return err
+			}
+			out.Orders = append(out.Orders, Locked{Row: r})
+		}
+		for i := range out.Orders {
+			byID[out.Orders[i].Row.ID] = &out.Orders[i]
+		}
+		return rows.Err()
+	})
+	b.Queue(`UPDATE signed_txs s SET state = u.state, result = u.result, block_num = u.block_num, block_time = u.block_time, updated_at = now()
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[]) AS u(txid, state, result, block_num, block_time),
+				(SELECT txid, state FROM signed_txs WHERE txid = ANY($1) ORDER BY txid FOR UPDATE) old
+			WHERE s.txid = u.txid AND old.txid = u.txid AND old.state IN ('signed', 'broadcast', 'dropped')
+			RETURNING s.txid, old.state`, txids, states, results, nums, times).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var txid, was string
+			if err := rows.Scan(&txid, &was); err != nil {
+				return err
+			}
+			if was == JournalDropped {
+				out.WasDropped = append(out.WasDropped, txid)
+			}
+		}
+		return rows.Err()
+	})
+	b.Queue(`SELECT txid, order_id FROM signed_txs WHERE txid = ANY($1)`, txids).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var txid, id string
+			if err := rows.Scan(&txid, &id); err != nil {
+				return err
+			}
+			out.OrderOf[txid] = id
+		}
+		return rows.Err()
+	})
+	b.Queue(`SELECT order_id, txid, purpose, fill_seq, attempt, tx, expiration, state, result, block_time FROM signed_txs
+		WHERE order_id IN (SELECT order_id FROM signed_txs WHERE txid = ANY($1)) ORDER BY order_id, purpose, fill_seq, attempt`, txids).
+		Query(func(rows pgx.Rows) error {
+			defer rows.Close()
+			for rows.Next() {
+				var id string
+				var j JournalEntry
+				var raw []byte
+				var exp time.Time
+				if err := rows.Scan(&id, &j.TxID, &j.Purpose, &j.FillSeq, &j.Attempt, &raw, &exp, &j.State, &j.Result, &j.BlockTime); err != nil {
+					return err
+				}
+				if l := byID[id]; l != nil {
+					if err := json.Unmarshal(raw, &j.Tx); err != nil {
+						return fmt.Errorf("journal %s: %w", j.TxID, err)
+					}
+					j.Expiration = exp.UnixMilli()
+					l.Journal = append(l.Journal, j)
+				}
+			}
+			return rows.Err()
+		})
+	b.Queue(`SELECT order_id, seq, source, pool_address, amount, balance_sun, state FROM order_fills
+		WHERE order_id IN (SELECT order_id FROM signed_txs WHERE txid = ANY($1)) ORDER BY order_id, seq`, txids).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var fl Fill
+			var pool *string
+			if err := rows.Scan(&id, &fl.Seq, &fl.Source, &pool, &fl.Amount, &fl.BalanceSun, &fl.State); err != nil {
+				return err
+			}
+			if l := byID[id]; l != nil {
+				if pool != nil {
+					a, err := tron.ParseAddress(*pool)
+					if err != nil {
+						return err
+					}
+					fl.Pool = a
+				}
+				l.Fills = append(l.Fills, fl)
+			}
+		}
+		return rows.Err()
+	})
+	tx, err := pg.BeginWith(ctx, conn, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tx, out, nil
+}
+
+// FillStates queues the move of several orders' fills to a state each (SetFillState for
+// many: orderIDs[i]'s fill seqs[i] to states[i]).
+func (w *Writes) FillStates(orderIDs []string, seqs []int, states []string) {
+	s32 := make([]int32, len(seqs))
+	for i, s := range seqs {
+		s32[i] = int32(s)
+	}
+	w.b.Queue(`UPDATE order_fills f SET state = u.state, updated_at = now()
+		FROM unnest($1::text[], $2::integer[], $3::text[]) AS u(order_id, seq, state)
+		WHERE f.order_id = u.order_id AND f.seq = u.seq`, orderIDs, s32, states)
 }

@@ -135,6 +135,7 @@ func (f *Flow) deliverGroup(ctx context.Context, rs []*deliverReq) error {
 	if err := w.SendCommit(ctx, tx); err != nil {
 		return err
 	}
+	f.deliverGroupSize.Observe(float64(len(out)))
 	for _, r := range rs {
 		if b := out[r.orderID]; b != nil && r.pending == nil {
 			r.pending = b.js

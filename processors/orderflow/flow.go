@@ -143,12 +143,16 @@ type Flow struct {
 	alloc    allocGroup           // allocate.go
 	marks    grouper[*markReq]    // mark.go
 	delivers grouper[*deliverReq] // delivergroup.go
+	facts    grouper[*factReq]    // confirmgroup.go
 
 	intentSlots chan struct{}  // run.go: orders being delivered from intents, bounded
 	intentWork  sync.WaitGroup // run.go: those workers, waited for when Run ends
 	runCtx      context.Context
 
-	allocGroupSize prometheus.Histogram
+	allocGroupSize   prometheus.Histogram
+	deliverGroupSize prometheus.Histogram
+	markGroupSize    prometheus.Histogram
+	factGroupSize    prometheus.Histogram
 
 	transitions *prometheus.CounterVec
 	stepErrors  prometheus.Counter
@@ -201,6 +205,10 @@ func New(o Options) (*Flow, error) {
 	for _, k := range o.Pools {
 		f.byAddr[k.Address()] = k
 	}
+	// Facts: one confirmation group at a time, so that the facts arriving while it runs
+	// (up to one per partition) form the next one; confirmation is not in a hurry (the
+	// confirmation depth is the wait).
+	f.facts.atOnce = 1
 	f.transitions = metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "orderflow_transitions_total", Help: "Order state changes made by the processor, by new state.",
 	}, []string{"to"}))
@@ -211,6 +219,14 @@ func New(o Options) (*Flow, error) {
 		Name: "orderflow_allocation_group_orders", Help: "Orders allocated together in one transaction (allocate.go).",
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 	}))
+	groupHist := func(name, help string) prometheus.Histogram {
+		return metrics.Register(o.Registerer, prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: name, Help: help, Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+		}))
+	}
+	f.deliverGroupSize = groupHist("orderflow_delivery_group_orders", "Orders whose delegations were signed and journaled together in one transaction (delivergroup.go).")
+	f.markGroupSize = groupHist("orderflow_mark_group_orders", "Orders marked delegated together in one transaction (mark.go).")
+	f.factGroupSize = groupHist("orderflow_confirmation_group_orders", "Orders confirmed together in one transaction from the chain facts of one moment (confirmgroup.go).")
 	f.deliverySec = metrics.Register(o.Registerer, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "orderflow_delivery_seconds", Help: "From order creation to order.confirmed.",
 		Buckets: []float64{1, 2, 5, 10, 20, 30, 60, 90, 120, 300},

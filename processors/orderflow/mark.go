@@ -28,57 +28,78 @@ import (
 // maxMarkGroup bounds the orders of one mark transaction.
 const maxMarkGroup = 64
 
-// grouper runs the requests queued while a group runs as the next group: the first caller
-// leads (runs fn for the group), later callers wait until a group that holds them ran.
+// grouper runs the requests queued while groups run as the next group. A caller that finds
+// fewer than groupsAtOnce groups running leads one group (the queue's head, up to max
+// requests) in its own goroutine; requests still queued after it are led on by a goroutine
+// of their own, so no caller is held up by others' groups beyond its own. A few groups at
+// once keep one group's round trips and node calls from holding up the orders arriving
+// meanwhile.
 type grouper[R any] struct {
+	atOnce  int // groups at once; 0: groupsAtOnce
 	mu      sync.Mutex
 	queue   []*groupReq[R]
-	running bool
+	running int
 }
+
+// groupsAtOnce bounds the groups of one kind a replica runs at the same time.
+const groupsAtOnce = 4
 
 type groupReq[R any] struct {
-	r  R
-	ch chan bool // one message: false = handled by another's group, true = lead the next group
+	r    R
+	done chan struct{} // closed once a group holding the request ran
 }
 
-// do queues r and returns once a group holding it ran fn (at most max requests a group).
+// do queues r and returns once a group holding it ran fn.
 func (g *grouper[R]) do(r R, max int, fn func([]R)) {
-	q := &groupReq[R]{r: r, ch: make(chan bool, 1)}
+	q := &groupReq[R]{r: r, done: make(chan struct{})}
 	g.mu.Lock()
 	g.queue = append(g.queue, q)
-	lead := !g.running
-	g.running = true
-	g.mu.Unlock()
-	if !lead && !<-q.ch {
-		return
+	atOnce := g.atOnce
+	if atOnce <= 0 {
+		atOnce = groupsAtOnce
 	}
+	lead := g.running < atOnce
+	if lead {
+		g.running++
+	}
+	g.mu.Unlock()
+	if lead && g.runOne(max, fn) {
+		go func() {
+			for g.runOne(max, fn) {
+			}
+		}()
+	}
+	<-q.done
+}
+
+// runOne runs fn for the queue's head group (the caller holds one of the running slots);
+// more reports that requests are left, for the caller to lead on with the slot (otherwise
+// the slot is given back).
+func (g *grouper[R]) runOne(max int, fn func([]R)) (more bool) {
 	g.mu.Lock()
 	n := min(len(g.queue), max)
 	group := append([]*groupReq[R](nil), g.queue[:n]...)
 	g.queue = g.queue[n:]
 	g.mu.Unlock()
-
-	rs := make([]R, len(group))
-	for i, m := range group {
-		rs[i] = m.r
-	}
-	func() {
-		defer func() { // a panic in fn must not leave the queue without a leader
-			g.mu.Lock()
-			if len(g.queue) > 0 {
-				g.queue[0].ch <- true
-			} else {
-				g.running = false
-			}
-			g.mu.Unlock()
-			for _, m := range group {
-				if m != q {
-					m.ch <- false
-				}
-			}
-		}()
-		fn(rs)
+	defer func() {
+		for _, m := range group {
+			close(m.done)
+		}
+		g.mu.Lock()
+		more = len(g.queue) > 0
+		if !more {
+			g.running--
+		}
+		g.mu.Unlock()
 	}()
+	if n > 0 {
+		rs := make([]R, n)
+		for i, m := range group {
+			rs[i] = m.r
+		}
+		fn(rs)
+	}
+	return more
 }
 
 // markReq is one order's broadcast answers; done and err are the group's outcome for it.
@@ -159,6 +180,9 @@ func (f *Flow) markGroup(ctx context.Context, rs []*markReq) error {
 		r.marked = slices.Contains(marked, r.orderID)
 	}
 	f.transitions.WithLabelValues(string(orders.Delegated)).Add(float64(len(marked)))
+	if len(marked) > 0 {
+		f.markGroupSize.Observe(float64(len(marked)))
+	}
 	return nil
 }
 

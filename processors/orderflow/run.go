@@ -156,8 +156,10 @@ func (f *Flow) HandleFact(ctx context.Context, r *kgo.Record) error {
 		// Normally the result is applied in the transaction of the step it advances (the
 		// confirmation, usually): one commit for both. Should that step fail, the result is
 		// applied on its own below and the order advanced as for any other wake-up.
+		// With the facts that come with it when it can (confirmgroup.go).
 		var handled bool
-		if handled, err = f.stepOnFact(ctx, fact, state); handled || ctx.Err() != nil {
+		if handled, err = f.confirmInGroup(ctx, orderstore.Fact{TxID: fact.TxID, State: state, Result: fact.Result,
+			BlockNum: fact.BlockNum, BlockTime: time.Time(fact.BlockTime)}); handled || ctx.Err() != nil {
 			return err
 		}
 		f.log.Warn("step on a chain fact failed; applying the fact on its own", "txid", fact.TxID, "err", err)
@@ -195,12 +197,12 @@ func (f *Flow) HandleFact(ctx context.Context, r *kgo.Record) error {
 // (orderstore.BeginLockedOnFact) and advances the order from there. handled reports that
 // the result is applied and the order advanced (an error then is the order's, already
 // rescheduled like Advance does, or the fact is not ours); false leaves both to the caller.
-func (f *Flow) stepOnFact(ctx context.Context, fact events.ChainFact, state string) (handled bool, err error) {
+func (f *Flow) stepOnFact(ctx context.Context, fact orderstore.Fact) (handled bool, err error) {
 	c, err := f.o.Pool.Acquire(ctx)
 	if err != nil {
 		return false, err
 	}
-	tx, l, applied, err := orderstore.BeginLockedOnFact(ctx, c.Conn(), fact.TxID, state, fact.Result, fact.BlockNum, time.Time(fact.BlockTime))
+	tx, l, applied, err := orderstore.BeginLockedOnFact(ctx, c.Conn(), fact.TxID, fact.State, fact.Result, fact.BlockNum, fact.BlockTime)
 	if err != nil {
 		c.Release()
 		if errors.Is(err, orderstore.ErrNotFound) {
