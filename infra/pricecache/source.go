@@ -42,6 +42,7 @@ type Source struct {
 
 	redisDown   atomic.Bool  // the last GET failed (logged once per state change)
 	redisFailed atomic.Int64 // failed GETs in the current outage
+	blind       atomic.Bool  // stale and no source readable (logged once per state change)
 
 	cur  atomic.Pointer[pricing.Snapshot]
 	last atomic.Pointer[[]byte] // raw bytes of cur, to skip identical payloads cheaply
@@ -132,7 +133,11 @@ func (s *Source) fresh() bool {
 func (s *Source) redisFailure(err error) {
 	s.redisFailed.Add(1)
 	if !s.redisDown.Swap(true) {
-		s.log.Warn("pricing snapshot: redis unavailable; reading the snapshot from postgres", "err", err)
+		msg := "pricing snapshot: redis unavailable; reading the snapshot from postgres"
+		if s.durable == nil {
+			msg = "pricing snapshot: redis unavailable; keeping the snapshot held"
+		}
+		s.log.Warn(msg, "err", err)
 	}
 }
 
@@ -228,10 +233,17 @@ func (s *Source) Run(ctx context.Context) error {
 				s.log.Warn("pricing snapshot: bad published record", "err", err)
 			}
 		case <-t.C:
-			// Failures are logged per state change by Refresh; a Postgres failure during a
-			// Redis outage is logged here too, but only while the held snapshot is stale.
-			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil && !s.fresh() {
-				s.log.Warn("pricing snapshot: no fresh snapshot and no source could be read", "err", err)
+			// Redis failures are logged per state change by Refresh; no fresh snapshot with
+			// no source readable (Redis and Postgres both down) is logged once too.
+			err := s.Refresh(ctx)
+			switch {
+			case ctx.Err() != nil:
+			case err != nil && !s.fresh():
+				if !s.blind.Swap(true) {
+					s.log.Error("pricing snapshot: no fresh snapshot and no source could be read; prices answer 5003", "err", err)
+				}
+			case err == nil && s.blind.Swap(false):
+				s.log.Info("pricing snapshot: a source answers again")
 			}
 		}
 	}
