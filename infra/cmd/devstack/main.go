@@ -3,8 +3,10 @@
 // a simulated market provider (and three more for the market board), the schema
 // migrations, the outbox relay, the chain follower, the pricer, the market sampler, the
 // order processor, the batch processor, the subscription watcher and the API edge. Postgres and
-// Redis are real local servers; when one is unreachable it says so with the command that
-// starts it. Each stage logs one line when it is up.
+// Redis are real local servers. When Postgres is unreachable it exits, saying so with the
+// command that starts it; when Redis is, it waits for it with backoff (stages.WaitFor: one
+// line naming the fix when the wait starts, one when Redis answers) and starts the stages
+// then. Each stage logs one line when it is up.
 //
 // Dev-only secrets live here and nowhere else: the simulator's public faucet key, a stake
 // pool key derived from a fixed phrase, and (when unset) a well-known API key master key and
@@ -23,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"rental/infra/config"
@@ -74,7 +77,7 @@ func run(log *slog.Logger) error {
 	stage := func(name string) *slog.Logger { return log.With("stage", name) }
 	dlog := stage("devstack")
 
-	// Real services first: fail fast, naming the fix.
+	// Real services first: Postgres fails fast, naming the fix; Redis is waited for.
 	if err := pg.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
 		return err
 	}
@@ -88,7 +91,9 @@ func run(log *slog.Logger) error {
 		return err
 	}
 	defer pool.Close()
-	rdb, err := redisx.Connect(ctx, cfg.RedisURL)
+	rdb, err := stages.WaitFor(ctx, dlog, "redis", func(ctx context.Context) (*redis.Client, error) {
+		return redisx.Connect(ctx, cfg.RedisURL)
+	})
 	if err != nil {
 		return err
 	}
