@@ -3,6 +3,7 @@ package main_test
 import (
 	"bytes"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"strings"
 	"sync"
@@ -36,9 +37,31 @@ func (l *lockedLog) String() string {
 func TestDevStackStartedWithRedisDownServesOnceRedisAnswers(t *testing.T) {
 	s := newStack(t)
 	redisSrv := testenv.NewRedisServer(t) // not started yet
+	s.startWaitingFor(t, "redis", []string{"REDIS_URL=" + redisSrv.URL()}, func() { redisSrv.Start(true) })
+}
+
+// The dev stack started while Postgres refuses connections (nothing listens at
+// DATABASE_URL's address) waits for it instead of exiting, then migrates and serves once
+// Postgres answers there.
+func TestDevStackStartedWithPostgresDownServesOncePostgresAnswers(t *testing.T) {
+	s := newStack(t)
+	u, err := url.Parse(s.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.NewProxy(t, u.Host)
+	proxy.Cut()
+	u.Host = proxy.Addr()
+	s.startWaitingFor(t, "postgres", []string{"DATABASE_URL=" + u.String()}, proxy.Restore)
+}
+
+// startWaitingFor starts the stack with env added, sees it log that it waits for dep (and
+// stay up), calls answer to bring dep up, and sees the stack log that dep answered and serve
+// GET /v1/status 200; then it stops the stack with SIGTERM.
+func (s *stack) startWaitingFor(t *testing.T, dep string, env []string, answer func()) {
 	log := &lockedLog{}
 	cmd := exec.Command(s.bin)
-	cmd.Env = append(s.env, "REDIS_URL="+redisSrv.URL())
+	cmd.Env = append(append([]string{}, s.env...), env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -57,12 +80,13 @@ func TestDevStackStartedWithRedisDownServesOnceRedisAnswers(t *testing.T) {
 			}
 		}
 	}
-	waitFor("waiting for redis", func() bool { return strings.Contains(log.String(), "redis unavailable at start; waiting for it") })
+	waiting := dep + " unavailable at start; waiting for it"
+	waitFor("waiting for "+dep, func() bool { return strings.Contains(log.String(), waiting) })
 	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Fatalf("the dev stack exited instead of waiting: %v; log:\n%s", err, log.String())
 	}
 
-	redisSrv.Start(true)
+	answer()
 	waitFor("GET /v1/status 200", func() bool {
 		resp, err := http.Get("http://" + s.api + "/v1/status")
 		if err != nil {
@@ -71,8 +95,8 @@ func TestDevStackStartedWithRedisDownServesOnceRedisAnswers(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	if out := log.String(); strings.Count(out, "redis unavailable at start") != 1 || !strings.Contains(out, "redis answers; starting") {
-		t.Fatalf("want one waiting line and one answered line; log:\n%s", out)
+	if out := log.String(); strings.Count(out, waiting) != 1 || !strings.Contains(out, dep+" answers; starting") {
+		t.Fatalf("want one waiting line and one answered line for %s; log:\n%s", dep, out)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
