@@ -1,6 +1,7 @@
 package orderflow
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -114,7 +115,7 @@ func (f *Flow) factGroup(ctx context.Context, rs []*factReq) error {
 	plans = slices.DeleteFunc(plans, func(p *confirmPlan) bool { return !p.verified })
 	// Accounts in one order, so that two groups never wait on each other's ledger rows.
 	slices.SortFunc(plans, func(a, b *confirmPlan) int {
-		return strings.Compare(a.o.AccountID+a.o.ID, b.o.AccountID+b.o.ID)
+		return cmp.Or(strings.Compare(a.o.AccountID, b.o.AccountID), strings.Compare(a.o.ID, b.o.ID))
 	})
 	var w orderstore.Writes
 	var ids []string
