@@ -162,21 +162,44 @@ type Deliveries struct {
 // already: BEGIN and all of it in one round trip. End it with Writes.SendCommit or
 // Rollback.
 func BeginDeliveries(ctx context.Context, conn *pgx.Conn, orderIDs []string) (pgx.Tx, *Deliveries, error) {
-	out := &Deliveries{Fills: map[string][]Fill{}, Journaled: map[string]bool{}}
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+columns+` FROM orders WHERE id = ANY($1) AND status = 'allocating' AND resource <> 'activation'
-			AND (activation_amount_sun = 0 OR activation_performed) ORDER BY id FOR UPDATE SKIP LOCKED`, orderIDs).
-		Query(func(rows pgx.Rows) error {
-			defer rows.Close()
-			for rows.Next() {
-				r, err := scan(rows)
-				if err != nil {
-					return err
-				}
-				out.Rows = append(out.Rows, r)
+	out := queueDeliveries(b, orderIDs, true)
+	tx, err := pg.BeginWith(ctx, conn, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tx, out, nil
+}
+
+// DeliveryCandidates reads what BeginDeliveries would, without locks or a transaction (one
+// round trip): the caller prepares the delegations from it, then locks with
+// BeginDeliveries and keeps an order only when what it read there is the same.
+func DeliveryCandidates(ctx context.Context, db interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}, orderIDs []string) (*Deliveries, error) {
+	b := &pgx.Batch{}
+	out := queueDeliveries(b, orderIDs, false)
+	return out, db.SendBatch(ctx, b).Close()
+}
+
+func queueDeliveries(b *pgx.Batch, orderIDs []string, lock bool) *Deliveries {
+	out := &Deliveries{Fills: map[string][]Fill{}, Journaled: map[string]bool{}}
+	sql := `SELECT ` + columns + ` FROM orders WHERE id = ANY($1) AND status = 'allocating' AND resource <> 'activation'
+			AND (activation_amount_sun = 0 OR activation_performed) ORDER BY id`
+	if lock {
+		sql += ` FOR UPDATE SKIP LOCKED`
+	}
+	b.Queue(sql, orderIDs).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scan(rows)
+			if err != nil {
+				return err
 			}
-			return rows.Err()
-		})
+			out.Rows = append(out.Rows, r)
+		}
+		return rows.Err()
+	})
 	b.Queue(`SELECT order_id, seq, source, pool_address, amount, balance_sun, state FROM order_fills
 		WHERE order_id = ANY($1) ORDER BY order_id, seq`, orderIDs).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
@@ -206,11 +229,7 @@ func BeginDeliveries(ctx context.Context, conn *pgx.Conn, orderIDs []string) (pg
 			}
 			return err
 		})
-	tx, err := pg.BeginWith(ctx, conn, b)
-	if err != nil {
-		return nil, nil, err
-	}
-	return tx, out, nil
+	return out
 }
 
 // Fact is a chain fact's block result for a journaled transaction (ApplyBlockResult's

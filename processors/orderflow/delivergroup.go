@@ -3,6 +3,7 @@ package orderflow
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -15,11 +16,13 @@ import (
 
 // ---- delivery in groups ----
 //
-// The orders an intent worker has just allocated are delivered together as well: one
-// transaction locks those of them still waiting for their delegations, has the node build
-// each fill's delegation (checked and signed as sign does), journals them all with the
-// chain follower's tracking and commits, in two round trips; then each worker broadcasts
-// its order's delegations and hands the answers to the group broadcast mark (mark.go).
+// The orders an intent worker has just allocated are delivered together as well: one read
+// finds those of them still waiting for their delegations, the node builds each fill's
+// delegation (checked and signed as sign does) while no connection or lock is held, and
+// one transaction locks the orders, keeps those that still read the same, journals their
+// delegations with the chain follower's tracking and commits, in two round trips; then
+// each worker broadcasts its order's delegations and hands the answers to the group
+// broadcast mark (mark.go).
 // The journal's rule holds as for one order: nothing is broadcast before the transaction
 // that stores it committed, and the journal's unique step (order, purpose, fill, attempt)
 // makes a second signature of a fill fail the whole group's transaction. An order the
@@ -73,30 +76,27 @@ func (f *Flow) deliverInGroup(ctx context.Context, orderID string) bool {
 	return !more
 }
 
-// deliverGroup is the transaction of one group.
+// deliverGroup is the transaction of one group. The delegations are built and signed
+// before the transaction takes its connection (from an unlocked read of the orders), so
+// that the node calls hold neither a connection nor a lock; under the locks an order is
+// kept only when it still reads the same (allocating, nothing journaled, the same fills).
+// A delegation built for an order that is not kept was neither stored nor broadcast.
 func (f *Flow) deliverGroup(ctx context.Context, rs []*deliverReq) error {
 	ids := make([]string, len(rs))
 	for i, r := range rs {
 		ids[i] = r.orderID
 	}
-	c, err := f.o.Pool.Acquire(ctx)
+	cand, err := orderstore.DeliveryCandidates(ctx, f.o.Pool, ids)
 	if err != nil {
 		return err
 	}
-	defer c.Release()
-	tx, d, err := orderstore.BeginDeliveries(ctx, c.Conn(), ids)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-
 	var mu sync.Mutex
 	out := map[string]*signedOrder{}
 	sem := make(chan struct{}, buildConcurrency)
 	var wg sync.WaitGroup
-	for _, o := range d.Rows {
-		fs := d.Fills[o.ID]
-		if d.Journaled[o.ID] || !groupDeliverable(o, fs) {
+	for _, o := range cand.Rows {
+		fs := cand.Fills[o.ID]
+		if cand.Journaled[o.ID] || !groupDeliverable(o, fs) {
 			continue
 		}
 		wg.Add(1)
@@ -115,11 +115,34 @@ func (f *Flow) deliverGroup(ctx context.Context, rs []*deliverReq) error {
 	}
 	wg.Wait()
 	if len(out) == 0 {
+		return nil
+	}
+	built := make([]string, 0, len(out))
+	for id := range out {
+		built = append(built, id)
+	}
+	c, err := f.o.Pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	tx, d, err := orderstore.BeginDeliveries(ctx, c.Conn(), built)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	keep := map[string]*signedOrder{}
+	for _, o := range d.Rows {
+		if b := out[o.ID]; b != nil && !d.Journaled[o.ID] && slices.Equal(d.Fills[o.ID], cand.Fills[o.ID]) {
+			keep[o.ID] = b
+		}
+	}
+	if len(keep) == 0 {
 		return tx.Rollback(ctx)
 	}
 	var w orderstore.Writes
 	var txids, due []string
-	for id, b := range out {
+	for id, b := range keep {
 		for _, s := range b.signed {
 			if err := w.Signed(s); err != nil {
 				return err
@@ -135,9 +158,9 @@ func (f *Flow) deliverGroup(ctx context.Context, rs []*deliverReq) error {
 	if err := w.SendCommit(ctx, tx); err != nil {
 		return err
 	}
-	f.deliverGroupSize.Observe(float64(len(out)))
+	f.deliverGroupSize.Observe(float64(len(keep)))
 	for _, r := range rs {
-		if b := out[r.orderID]; b != nil && r.pending == nil {
+		if b := keep[r.orderID]; b != nil && r.pending == nil {
 			r.pending = b.js
 		}
 	}
