@@ -102,7 +102,7 @@ func (g *grouper[R]) runOne(max int, fn func([]R)) (more bool) {
 	return more
 }
 
-// markReq is one order's broadcast answers; done and err are the group's outcome for it.
+// markReq is one order's broadcast answers; written and marked are the group's outcome for it.
 type markReq struct {
 	orderID string
 	sent    []orderstore.Sent
