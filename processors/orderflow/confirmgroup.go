@@ -40,7 +40,8 @@ type factReq struct {
 
 // confirmInGroup applies the fact and advances its order: with the facts of concurrent
 // callers when they come together (one transaction confirms every order it can), or alone
-// (stepOnFact), in which case the facts arriving meanwhile form the next group. handled
+// (stepOnFact) while fewer than groupsAtOnce groups run, the facts arriving meanwhile
+// forming the next group. handled
 // and err are stepOnFact's (an order the group left to its step is stepped alone
 // afterwards).
 func (f *Flow) confirmInGroup(ctx context.Context, fact orderstore.Fact) (handled bool, err error) {

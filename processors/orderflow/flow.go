@@ -205,10 +205,6 @@ func New(o Options) (*Flow, error) {
 	for _, k := range o.Pools {
 		f.byAddr[k.Address()] = k
 	}
-	// Facts: one confirmation group at a time, so that the facts arriving while it runs
-	// (up to one per partition) form the next one; confirmation is not in a hurry (the
-	// confirmation depth is the wait).
-	f.facts.atOnce = 1
 	f.transitions = metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "orderflow_transitions_total", Help: "Order state changes made by the processor, by new state.",
 	}, []string{"to"}))

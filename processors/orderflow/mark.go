@@ -35,7 +35,6 @@ const maxMarkGroup = 64
 // once keep one group's round trips and node calls from holding up the orders arriving
 // meanwhile.
 type grouper[R any] struct {
-	atOnce  int // groups at once; 0: groupsAtOnce
 	mu      sync.Mutex
 	queue   []*groupReq[R]
 	running int
@@ -54,11 +53,7 @@ func (g *grouper[R]) do(r R, max int, fn func([]R)) {
 	q := &groupReq[R]{r: r, done: make(chan struct{})}
 	g.mu.Lock()
 	g.queue = append(g.queue, q)
-	atOnce := g.atOnce
-	if atOnce <= 0 {
-		atOnce = groupsAtOnce
-	}
-	lead := g.running < atOnce
+	lead := g.running < groupsAtOnce
 	if lead {
 		g.running++
 	}
