@@ -48,15 +48,29 @@ func Track(ctx context.Context, db Execer, txIDs ...string) error {
 	if len(txIDs) == 0 {
 		return nil
 	}
-	ids := make([]string, len(txIDs))
-	for i, id := range txIDs {
-		ids[i] = strings.ToLower(strings.TrimPrefix(id, "0x")) // java-tron prints lower-case hex
-	}
-	_, err := db.Exec(ctx, `INSERT INTO chain_tracked_tx (tx_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, ids)
+	_, err := db.Exec(ctx, trackSQL, trackIDs(txIDs))
 	if err != nil {
 		return fmt.Errorf("chainwatch: track: %w", err)
 	}
 	return nil
+}
+
+const trackSQL = `INSERT INTO chain_tracked_tx (tx_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`
+
+func trackIDs(txIDs []string) []string {
+	ids := make([]string, len(txIDs))
+	for i, id := range txIDs {
+		ids[i] = strings.ToLower(strings.TrimPrefix(id, "0x")) // java-tron prints lower-case hex
+	}
+	return ids
+}
+
+// QueueTrack queues Track in b, to run in the caller's transaction with b's other
+// statements (one round trip).
+func QueueTrack(b *pgx.Batch, txIDs ...string) {
+	if len(txIDs) > 0 {
+		b.Queue(trackSQL, trackIDs(txIDs))
+	}
 }
 
 // Cursor is the last block whose facts are committed. ID is empty before the first block

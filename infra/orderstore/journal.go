@@ -102,10 +102,22 @@ func InsertSigned(ctx context.Context, tx pgx.Tx, s Signed) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO signed_txs (txid, order_id, purpose, fill_seq, attempt, signer, tx, expiration, state)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'signed')`,
-		s.Tx.TxID, s.OrderID, s.Purpose, s.FillSeq, s.Attempt, s.Signer, body, s.Expiration)
+	_, err = tx.Exec(ctx, insertSignedSQL, s.Tx.TxID, s.OrderID, s.Purpose, s.FillSeq, s.Attempt, s.Signer, body, s.Expiration)
 	return err
+}
+
+const insertSignedSQL = `INSERT INTO signed_txs (txid, order_id, purpose, fill_seq, attempt, signer, tx, expiration, state)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'signed')`
+
+// Signed queues InsertSigned: the transaction is journaled when the writes are sent, and
+// must not be broadcast before their transaction committed.
+func (w *Writes) Signed(s Signed) error {
+	body, err := json.Marshal(s.Tx)
+	if err != nil {
+		return err
+	}
+	w.b.Queue(insertSignedSQL, s.Tx.TxID, s.OrderID, s.Purpose, s.FillSeq, s.Attempt, s.Signer, body, s.Expiration)
+	return nil
 }
 
 // InsertProviderDelegation journals a provider's delegation for the order's fill as
@@ -156,12 +168,13 @@ func SetBlockResult(ctx context.Context, tx pgx.Tx, txID, state, result string, 
 // the transaction's order and the state it had, or pgx.ErrNoRows when the transaction is
 // not journaled or its result was applied before.
 func ApplyBlockResult(ctx context.Context, db DB, txID, state, result string, blockNum int64, blockTime time.Time) (orderID, was string, err error) {
-	err = db.QueryRow(ctx, `UPDATE signed_txs s SET state = $2, result = $3, block_num = $4, block_time = $5, updated_at = now()
-			FROM (SELECT txid, state FROM signed_txs WHERE txid = $1 FOR UPDATE) old
-			WHERE s.txid = old.txid AND old.state IN ('signed', 'broadcast', 'dropped') RETURNING s.order_id, old.state`,
-		txID, state, result, blockNum, blockTime).Scan(&orderID, &was)
+	err = db.QueryRow(ctx, applyBlockResultSQL, txID, state, result, blockNum, blockTime).Scan(&orderID, &was)
 	return orderID, was, err
 }
+
+const applyBlockResultSQL = `UPDATE signed_txs s SET state = $2, result = $3, block_num = $4, block_time = $5, updated_at = now()
+			FROM (SELECT txid, state FROM signed_txs WHERE txid = $1 FOR UPDATE) old
+			WHERE s.txid = old.txid AND old.state IN ('signed', 'broadcast', 'dropped') RETURNING s.order_id, old.state`
 
 // RevertBlockResult puts a transaction whose block was orphaned back to waiting for a
 // block, unless its order already moved past delivery (then the new branch's fact settles

@@ -59,11 +59,82 @@ func BeginLocked(ctx context.Context, conn *pgx.Conn, orderID string) (pgx.Tx, L
 	return tx, l, nil
 }
 
+// Applied is what BeginLockedOnFact's application of the block result found: Done when
+// it changed the journal row (Was is the row's state before), false when the result was
+// applied before.
+type Applied struct {
+	Done bool
+	Was  string
+}
+
+// BeginLockedOnFact is BeginLocked for the order of the journaled transaction txID, with
+// the transaction's block result from its chain fact applied under the order's lock before
+// the journal is read (as ApplyBlockResult, which it replaces: the fact's journal update
+// commits with the step it advances, in the same round trip as the lock). A transaction
+// that is not journaled is ErrNotFound, with no transaction left open.
+func BeginLockedOnFact(ctx context.Context, conn *pgx.Conn, txID, state, result string, blockNum int64, blockTime time.Time) (pgx.Tx, Locked, Applied, error) {
+	b := &pgx.Batch{}
+	lock := &QueuedLock{}
+	b.Queue(`SELECT `+columns+` FROM orders WHERE id = (SELECT order_id FROM signed_txs WHERE txid = $1) FOR UPDATE`, txID).
+		QueryRow(func(r pgx.Row) error {
+			row, err := scan(r)
+			if errors.Is(err, pgx.ErrNoRows) {
+				lock.Err = ErrNotFound
+				return nil
+			}
+			lock.Row = row
+			return err
+		})
+	var a Applied
+	b.Queue(applyBlockResultSQL, txID, state, result, blockNum, blockTime).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var orderID string
+			if err := rows.Scan(&orderID, &a.Was); err != nil {
+				return err
+			}
+			a.Done = true
+		}
+		return rows.Err()
+	})
+	var l Locked
+	b.Queue(`SELECT txid, purpose, fill_seq, attempt, tx, expiration, state, result, block_time
+		FROM signed_txs WHERE order_id = (SELECT order_id FROM signed_txs WHERE txid = $1) ORDER BY purpose, fill_seq, attempt`, txID).
+		Query(func(rows pgx.Rows) (err error) {
+			l.Journal, err = scanJournal(rows)
+			return err
+		})
+	b.Queue(`SELECT seq, source, pool_address, amount, balance_sun, state FROM order_fills
+		WHERE order_id = (SELECT order_id FROM signed_txs WHERE txid = $1) ORDER BY seq`, txID).
+		Query(func(rows pgx.Rows) (err error) {
+			l.Fills, err = scanFills(rows)
+			return err
+		})
+	tx, err := pg.BeginWith(ctx, conn, b)
+	if err != nil {
+		return nil, l, a, err
+	}
+	if lock.Err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, l, a, lock.Err
+	}
+	l.Row = lock.Row
+	return tx, l, a, nil
+}
+
 // Writes are the processor's writes queued to travel together in one round trip (Send):
 // a step under the stake pools' locks, or the marks of several fills, keeps its round
 // trips to one. Answers of queued reads are there once Send returned.
 type Writes struct {
 	b pgx.Batch
+}
+
+// With lets another store queue its statements in the same round trip (chainstore.QueueTrack).
+func (w *Writes) With(queue func(b *pgx.Batch)) { queue(&w.b) }
+
+// DueMany queues SetDue for several orders locked in the transaction.
+func (w *Writes) DueMany(orderIDs []string, at time.Time) {
+	w.b.Queue(`UPDATE orders SET next_due_at = $2 WHERE id = ANY($1)`, orderIDs, at)
 }
 
 // Len is the number of statements queued.

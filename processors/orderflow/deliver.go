@@ -162,7 +162,7 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *lo
 				return false, nil, err
 			}
 		}
-		return false, f.broadcastAll(pending), f.setDue(ctx, tx, o, now.Add(f.o.RetryEvery))
+		return false, f.broadcastAndMark(o.ID, pending), f.setDue(ctx, tx, o, now.Add(f.o.RetryEvery))
 	}
 	sent := marks.BroadcastHashes(o.ID)
 	if err := marks.Send(ctx, tx); err != nil {

@@ -135,18 +135,24 @@ type Options struct {
 
 // Flow is the order processor's logic, shared by its consumers and its timer.
 type Flow struct {
-	o       Options
-	log     *slog.Logger
-	byAddr  map[tron.Address]tron.PrivateKey
-	chain   *chainCache
-	lockCap *lockCap
-	alloc   allocGroup // allocate.go
+	o        Options
+	log      *slog.Logger
+	byAddr   map[tron.Address]tron.PrivateKey
+	chain    *chainCache
+	lockCap  *lockCap
+	alloc    allocGroup           // allocate.go
+	marks    grouper[*markReq]    // mark.go
+	delivers grouper[*deliverReq] // delivergroup.go
+	facts    grouper[*factReq]    // confirmgroup.go
 
 	intentSlots chan struct{}  // run.go: orders being delivered from intents, bounded
 	intentWork  sync.WaitGroup // run.go: those workers, waited for when Run ends
 	runCtx      context.Context
 
-	allocGroupSize prometheus.Histogram
+	allocGroupSize   prometheus.Histogram
+	deliverGroupSize prometheus.Histogram
+	markGroupSize    prometheus.Histogram
+	factGroupSize    prometheus.Histogram
 
 	transitions *prometheus.CounterVec
 	stepErrors  prometheus.Counter
@@ -209,6 +215,14 @@ func New(o Options) (*Flow, error) {
 		Name: "orderflow_allocation_group_orders", Help: "Orders allocated together in one transaction (allocate.go).",
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 	}))
+	groupHist := func(name, help string) prometheus.Histogram {
+		return metrics.Register(o.Registerer, prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: name, Help: help, Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+		}))
+	}
+	f.deliverGroupSize = groupHist("orderflow_delivery_group_orders", "Orders whose delegations were signed and journaled together in one transaction (delivergroup.go).")
+	f.markGroupSize = groupHist("orderflow_mark_group_orders", "Orders marked delegated together in one transaction (mark.go).")
+	f.factGroupSize = groupHist("orderflow_confirmation_group_orders", "Orders confirmed together in one transaction from the chain facts of one moment (confirmgroup.go).")
 	f.deliverySec = metrics.Register(o.Registerer, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "orderflow_delivery_seconds", Help: "From order creation to order.confirmed.",
 		Buckets: []float64{1, 2, 5, 10, 20, 30, 60, 90, 120, 300},
@@ -253,8 +267,9 @@ func (f *Flow) reschedule(ctx context.Context, orderID string, d time.Duration) 
 	_ = orderstore.DueAgain(ctx, f.o.Pool, orderID, f.o.Now().Add(d))
 }
 
-// action is work a step decided under the lock and does after commit (a broadcast).
-type action func(ctx context.Context) error
+// action is work a step decided under the lock and does after commit (a broadcast); more
+// reports that another step may follow at once.
+type action func(ctx context.Context) (more bool, err error)
 
 // step runs one step in its own transaction. more reports that another step may follow at
 // once.
@@ -268,10 +283,7 @@ func (f *Flow) step(ctx context.Context, orderID string) (more bool, err error) 
 		return false, err
 	}
 	if after != nil {
-		if err := after(ctx); err != nil {
-			return false, err
-		}
-		return true, nil
+		return after(ctx)
 	}
 	return more, nil
 }

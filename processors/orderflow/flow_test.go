@@ -427,3 +427,37 @@ func signUnsent(t *testing.T, e *env, orderID string) orderstore.JournalEntry {
 	}
 	return signed
 }
+
+// Between its broadcast and its block, an order is reported delegated with its delegation's
+// hash (the marks of many orders are written together, mark.go, but every order is
+// marked): the journal row is broadcast, the fill broadcast, and GET /v1/orders/{id}'s
+// record says delegated with delegate_hashes. Then it confirms as usual.
+func TestDelegatedIsReportedWhileTheDelegationWaitsForItsBlock(t *testing.T) {
+	e := newEnv(t)
+	e.startFlow()
+	acc := e.account(100)
+	to := e.receiver(true)
+	e.control("/sim/faults", map[string]any{"kind": "slow_confirm", "count": 1, "blocks": 5}, nil)
+	o := e.order(acc, orderSpec{resource: orders.Energy, amount: 65_000, tier: "1h", receiver: to})
+	row := e.waitStatus(acc, o.ID, 20*time.Second, orders.Delegated, orders.Active)
+	if row.Status != orders.Delegated {
+		t.Fatalf("order went %s without being reported delegated while its delegation was held out of blocks", row.Status)
+	}
+	var txid, state, fillState string
+	if err := e.db.Pool.QueryRow(context.Background(), `SELECT s.txid, s.state, f.state FROM signed_txs s
+			JOIN order_fills f ON f.order_id = s.order_id AND f.seq = s.fill_seq WHERE s.order_id = $1 AND s.purpose = 'delegate'`,
+		o.ID).Scan(&txid, &state, &fillState); err != nil {
+		t.Fatal(err)
+	}
+	if len(row.DelegateHashes) != 1 || row.DelegateHashes[0] != txid || state != orderstore.JournalBroadcast || fillState != orderstore.FillBroadcast {
+		t.Fatalf("delegated order hashes %v; journal %s %s, fill %s", row.DelegateHashes, txid, state, fillState)
+	}
+	row = e.waitStatus(acc, o.ID, 60*time.Second, orders.Active)
+	if row.DeliveredAmount != 65_000 || len(row.DelegateHashes) != 1 || row.DelegateHashes[0] != txid {
+		t.Fatalf("active order %+v", row.Record)
+	}
+	if evs := e.events(o.ID); len(evs) != 1 || evs[0].Event != orders.EventConfirmed {
+		t.Fatalf("events %v, want one order.confirmed", evs)
+	}
+	e.invariants()
+}

@@ -33,36 +33,49 @@ func latest(js []orderstore.JournalEntry, purpose string, fillSeq int) (ordersto
 // tx commits, so a transaction on the wire always has its journal row.
 func (f *Flow) sign(ctx context.Context, tx pgx.Tx, o orderstore.Row, purpose string, fillSeq, attempt int,
 	intent tron.Intent, build func(context.Context) (*tron.Transaction, error)) (orderstore.JournalEntry, error) {
+	s, j, err := f.signTx(ctx, o, purpose, fillSeq, attempt, intent, build)
+	if err != nil {
+		return j, err
+	}
+	if err := orderstore.InsertSigned(ctx, tx, s); err != nil {
+		return orderstore.JournalEntry{}, fmt.Errorf("journal %s: %w", purpose, err)
+	}
+	if err := chainstore.Track(ctx, tx, s.Tx.TxID); err != nil {
+		return orderstore.JournalEntry{}, err
+	}
+	return j, nil
+}
+
+// signTx is sign without the journal's writes: the signed transaction, for the caller to
+// journal (orderstore.Writes.Signed with chainstore.QueueTrack) before it broadcasts, and
+// its journal entry as it will read back.
+func (f *Flow) signTx(ctx context.Context, o orderstore.Row, purpose string, fillSeq, attempt int,
+	intent tron.Intent, build func(context.Context) (*tron.Transaction, error)) (orderstore.Signed, orderstore.JournalEntry, error) {
 	key, ok := f.byAddr[intent.Contract.Owner()]
 	if !ok {
-		return orderstore.JournalEntry{}, fmt.Errorf("no key for pool %s", intent.Contract.Owner())
+		return orderstore.Signed{}, orderstore.JournalEntry{}, fmt.Errorf("no key for pool %s", intent.Contract.Owner())
 	}
 	built, err := build(ctx)
 	if err != nil {
-		return orderstore.JournalEntry{}, fmt.Errorf("build %s: %w", purpose, err)
+		return orderstore.Signed{}, orderstore.JournalEntry{}, fmt.Errorf("build %s: %w", purpose, err)
 	}
 	raw, err := tron.CheckBuilt(built, intent)
 	if err != nil {
-		return orderstore.JournalEntry{}, fmt.Errorf("node-built %s transaction refused: %w", purpose, err)
+		return orderstore.Signed{}, orderstore.JournalEntry{}, fmt.Errorf("node-built %s transaction refused: %w", purpose, err)
 	}
 	// Unique before signing: two fills from one pool to one receiver with the same amount
 	// and lock, built within one millisecond (or by a node stamping the head block's time),
 	// are byte-identical, and the journal's primary key would hold the second back a block.
 	raw.Timestamp = uniqueStamp(raw.Timestamp)
 	if built, err = tron.NewTransaction(raw, built.Visible); err != nil {
-		return orderstore.JournalEntry{}, err
+		return orderstore.Signed{}, orderstore.JournalEntry{}, err
 	}
 	if err := tron.SignTransaction(built, key); err != nil {
-		return orderstore.JournalEntry{}, err
+		return orderstore.Signed{}, orderstore.JournalEntry{}, err
 	}
-	if err := orderstore.InsertSigned(ctx, tx, orderstore.Signed{OrderID: o.ID, Purpose: purpose, FillSeq: fillSeq, Attempt: attempt,
-		Signer: key.Address().String(), Tx: built, Expiration: time.UnixMilli(raw.Expiration)}); err != nil {
-		return orderstore.JournalEntry{}, fmt.Errorf("journal %s: %w", purpose, err)
-	}
-	if err := chainstore.Track(ctx, tx, built.TxID); err != nil {
-		return orderstore.JournalEntry{}, err
-	}
-	return orderstore.JournalEntry{TxID: built.TxID, Purpose: purpose, FillSeq: fillSeq, Attempt: attempt, Tx: *built,
+	s := orderstore.Signed{OrderID: o.ID, Purpose: purpose, FillSeq: fillSeq, Attempt: attempt,
+		Signer: key.Address().String(), Tx: built, Expiration: time.UnixMilli(raw.Expiration)}
+	return s, orderstore.JournalEntry{TxID: built.TxID, Purpose: purpose, FillSeq: fillSeq, Attempt: attempt, Tx: *built,
 		Expiration: raw.Expiration, State: orderstore.JournalSigned}, nil
 }
 
@@ -70,7 +83,7 @@ func (f *Flow) sign(ctx context.Context, tx pgx.Tx, o orderstore.Row, purpose st
 // what the node said. A node that cannot be reached leaves them signed: the next step
 // broadcasts the same bytes again.
 func (f *Flow) broadcastAll(js []orderstore.JournalEntry) action {
-	return func(ctx context.Context) error {
+	return func(ctx context.Context) (bool, error) {
 		var errs []error
 		for _, j := range js {
 			state, result, err := f.broadcast(ctx, j)
@@ -82,7 +95,35 @@ func (f *Flow) broadcastAll(js []orderstore.JournalEntry) action {
 				errs = append(errs, err)
 			}
 		}
-		return errors.Join(errs...)
+		return true, errors.Join(errs...)
+	}
+}
+
+// broadcastAndMark broadcasts an order's journaled delegations like broadcastAll, and hands
+// the node's answers to the group broadcast mark (mark.go), which records them and moves
+// the order to delegated when they complete its delivery: then no further step is needed
+// now. Otherwise the order's next step goes on from the recorded answers.
+func (f *Flow) broadcastAndMark(orderID string, js []orderstore.JournalEntry) action {
+	return func(ctx context.Context) (bool, error) {
+		var errs []error
+		var sent []orderstore.Sent
+		for _, j := range js {
+			state, result, err := f.broadcast(ctx, j)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			sent = append(sent, orderstore.Sent{TxID: j.TxID, State: state, Result: result})
+		}
+		if len(sent) > 0 {
+			marked, err := f.markSent(ctx, orderID, sent)
+			if err != nil {
+				errs = append(errs, err)
+			} else if marked && len(errs) == 0 {
+				return false, nil
+			}
+		}
+		return true, errors.Join(errs...)
 	}
 }
 

@@ -102,7 +102,10 @@ func (f *Flow) HandleIntent(ctx context.Context, r *kgo.Record) error {
 	}
 	work := func() {
 		if in.Kind == orderstore.IntentProcess || in.Kind == "" {
-			f.allocateInGroup(ctx, in.OrderID) // with the orders of the other intents (allocate.go)
+			f.allocateInGroup(ctx, in.OrderID)     // with the orders of the other intents (allocate.go)
+			if f.deliverInGroup(ctx, in.OrderID) { // and delivered with them (delivergroup.go)
+				return
+			}
 		}
 		f.advanceLogged(ctx, in.OrderID)
 	}
@@ -150,6 +153,16 @@ func (f *Flow) HandleFact(ctx context.Context, r *kgo.Record) error {
 		if fact.Result != "SUCCESS" {
 			state = orderstore.JournalFailed
 		}
+		// Normally the result is applied in the transaction of the step it advances (the
+		// confirmation, usually): one commit for both. Should that step fail, the result is
+		// applied on its own below and the order advanced as for any other wake-up.
+		// With the facts that come with it when it can (confirmgroup.go).
+		var handled bool
+		if handled, err = f.confirmInGroup(ctx, orderstore.Fact{TxID: fact.TxID, State: state, Result: fact.Result,
+			BlockNum: fact.BlockNum, BlockTime: time.Time(fact.BlockTime)}); handled || ctx.Err() != nil {
+			return err
+		}
+		f.log.Warn("step on a chain fact failed; applying the fact on its own", "txid", fact.TxID, "err", err)
 		// A row recorded dropped that lands all the same means a transaction was taken
 		// for gone too early: record the truth and say so loudly (its step may have been
 		// signed again).
@@ -178,6 +191,56 @@ func (f *Flow) HandleFact(ctx context.Context, r *kgo.Record) error {
 	}
 	f.advanceLogged(ctx, orderID)
 	return nil
+}
+
+// stepOnFact applies a transaction's block result inside the first step of its order
+// (orderstore.BeginLockedOnFact) and advances the order from there. handled reports that
+// the result is applied and the order advanced (an error then is the order's, already
+// rescheduled like Advance does, or the fact is not ours); false leaves both to the caller.
+func (f *Flow) stepOnFact(ctx context.Context, fact orderstore.Fact) (handled bool, err error) {
+	c, err := f.o.Pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	tx, l, applied, err := orderstore.BeginLockedOnFact(ctx, c.Conn(), fact.TxID, fact.State, fact.Result, fact.BlockNum, fact.BlockTime)
+	if err != nil {
+		c.Release()
+		if errors.Is(err, orderstore.ErrNotFound) {
+			return true, nil // not a transaction of ours
+		}
+		return false, err
+	}
+	more, after, err := f.dispatch(ctx, tx, l.Row, &loaded{journal: l.Journal, fills: l.Fills})
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	if err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		c.Release()
+		return false, err
+	}
+	c.Release()
+	orderID := l.Row.ID
+	if applied.Done && applied.Was == orderstore.JournalDropped {
+		// A row recorded dropped that lands all the same means a transaction was taken
+		// for gone too early: record the truth and say so loudly (its step may have been
+		// signed again).
+		f.log.Error("a transaction recorded as dropped landed on chain; check the order's delegations", "txid", fact.TxID, "order", orderID)
+	}
+	if after != nil {
+		if more, err = after(ctx); err != nil {
+			f.stepErrors.Inc()
+			f.reschedule(ctx, orderID, f.o.RetryEvery)
+			if ctx.Err() == nil {
+				f.log.Warn("order step failed; retried when due", "order", orderID, "err", err)
+			}
+			return true, nil
+		}
+	}
+	if more {
+		f.advanceLogged(ctx, orderID)
+	}
+	return true, nil
 }
 
 // sweep claims due orders (timers: confirmation deadlines, expiry, retries) and advances

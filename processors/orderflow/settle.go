@@ -71,11 +71,24 @@ func (f *Flow) settle(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *loa
 			return false, nil, err
 		}
 	}
-	// delegated_at is the block of the first delegation that landed, whichever pass of
-	// this step saw it land.
-	var firstBlock *time.Time
-	var delivered int64
-	byPool := map[tron.Address]int64{}
+	delivered, byPool, firstBlock := f.landedTotals(fs, js)
+	if o.Resource != orders.Activation && delivered == 0 {
+		return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "no delegation landed on chain before its expiration")
+	}
+	if ok, err := f.verifyDelivered(ctx, o, byPool); err != nil || !ok {
+		if err != nil {
+			return false, nil, err
+		}
+		return f.wait(ctx, tx, o, now.Add(f.o.RetryEvery))
+	}
+	return false, nil, f.confirm(ctx, tx, o, delivered, firstBlock)
+}
+
+// landedTotals is what an order's landed fills delivered: the units, each pool's staked
+// balance to find on the receiver, and delegated_at, the block of the first delegation that
+// landed (whichever pass of settling saw it land).
+func (f *Flow) landedTotals(fs []orderstore.Fill, js []orderstore.JournalEntry) (delivered int64, byPool map[tron.Address]int64, firstBlock *time.Time) {
+	byPool = map[tron.Address]int64{}
 	for _, fl := range fs {
 		if fl.State != orderstore.FillLanded {
 			continue
@@ -92,16 +105,18 @@ func (f *Flow) settle(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *loa
 			firstBlock = &t
 		}
 	}
-	if o.Resource != orders.Activation && delivered == 0 {
-		return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "no delegation landed on chain before its expiration")
-	}
-	// The receiver's limit, verified on chain: each pool's delegation to the receiver
-	// covers at least what this order's landed fills put there.
+	return delivered, byPool, firstBlock
+}
+
+// verifyDelivered checks the receiver's limit on chain: each pool's delegation to the
+// receiver covers at least what the order's landed fills put there (byPool). false: not
+// yet, look again shortly.
+func (f *Flow) verifyDelivered(ctx context.Context, o orderstore.Row, byPool map[tron.Address]int64) (bool, error) {
 	receiver, _ := tron.ParseAddress(o.Receiver)
 	for pool, want := range byPool {
 		ds, err := f.o.Node.GetDelegatedResourceV2(ctx, pool, receiver)
 		if err != nil {
-			return false, nil, fmt.Errorf("verify delegation: %w", err)
+			return false, fmt.Errorf("verify delegation: %w", err)
 		}
 		var have int64
 		for _, d := range ds {
@@ -113,10 +128,10 @@ func (f *Flow) settle(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *loa
 		}
 		if have < want {
 			f.log.Warn("receiver's delegated balance below the order's fills; checking again", "order", o.ID, "pool", pool, "have", have, "want", want)
-			return f.wait(ctx, tx, o, now.Add(f.o.RetryEvery))
+			return false, nil
 		}
 	}
-	return false, nil, f.confirm(ctx, tx, o, delivered, firstBlock)
+	return true, nil
 }
 
 // confirm records the delivery: the charge captured, a pro-rata refund for a partial
