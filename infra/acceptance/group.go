@@ -11,6 +11,7 @@ package acceptance
 //     UPDATE, in account order) with their funds, which client_order_ids have a record,
 //     and the accounts' in-flight counts;
 //     and which of the orders' request signatures are recorded (used_signatures);
+//     and, with CommitSupply, the committed supply's rows of the group's resources;
 //  2. for the orders it admits: the holds (one UPDATE of the accounts, one INSERT of the
 //     holds), the orders and their intents, the idempotency records with the 201 bodies,
 //     the signatures' records, and COMMIT.
@@ -19,9 +20,10 @@ package acceptance
 // commit together or not at all. The committer admits only the plain case: a fresh
 // client_order_id, a receiver that is not ours, funds that cover the total (after the
 // group's earlier orders of the account), room under the in-flight limit and under the
-// receiver's energy ceiling (after the group's earlier orders to it). Everything
+// receiver's energy ceiling (after the group's earlier orders to it), and supply committed
+// to it (CommitSupply: the rows locked last, after the accounts'). Everything
 // else is declined and goes through the one-by-one transaction (Accept), which gives
-// the replay, 3010, 3015, 3003, 4001/4002, 1101 or 5005 answer with its details exactly as
+// the replay, 3010, 3015, 3003, 4001/4002, 1101, 5005 or 5001 answer with its details exactly as
 // before; so does every member of a group whose transaction failed. A declined order was
 // never written: the group decided before writing, or rolled back.
 //
@@ -46,6 +48,7 @@ import (
 	"rental/infra/orderstore"
 	"rental/infra/pg"
 	"rental/infra/sigstore"
+	"rental/infra/supplystore"
 	"rental/schemas/orders"
 )
 
@@ -266,6 +269,17 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 	if len(sigs) > 0 {
 		usedSigs = m.o.Signatures.QueueExisting(b, sigs)
 	}
+	// The committed supply's rows come last, after the accounts' rows, in every path.
+	var sup *supplystore.Locked
+	var supRes []string
+	for _, e := range cands {
+		if m.commits(e.n.Resource) {
+			supRes = append(supRes, string(e.n.Resource))
+		}
+	}
+	if len(supRes) > 0 {
+		sup = supplystore.QueueLock(b, m.o.Network, supRes)
+	}
 	// The transaction is begun in this batch and committed in the write batch (BEGIN and
 	// COMMIT ride along), so it costs two round trips; on any error it is rolled back, and
 	// a connection that cannot be is dropped by the pool.
@@ -297,6 +311,9 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 			reason = "in_flight"
 		case live != nil && e.n.Resource == orders.Energy && live.Of(e.n.Receiver)+energy[e.n.Receiver]+e.n.Amount > m.o.ReceiverMaxEnergy:
 			reason = "receiver_ceiling"
+		// Last: Take commits the units when the order fits.
+		case sup != nil && m.commits(e.n.Resource) && !sup.Take(string(e.n.Resource), *e.n.Tier, e.n.Amount, !m.o.ForbidProviderSpill):
+			reason = "supply"
 		}
 		if reason != "" {
 			g.declined.WithLabelValues(reason).Inc()
@@ -317,6 +334,9 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 		holds[i], ns[i] = ledgerstore.Hold{AccountID: e.n.AccountID, OrderID: e.n.ID, AmountSun: e.n.Total()}, e.n
 	}
 	b = &pgx.Batch{}
+	if sup != nil {
+		sup.QueueTaken(b)
+	}
 	if err := m.o.Ledger.QueueOrderHolds(b, holds); err != nil {
 		return nil, err
 	}
