@@ -155,7 +155,8 @@ func rowsFrom(c capacity, in inFlight) []Row {
 }
 
 // set writes the rows: free less what was committed since committed was read (a row that
-// did not exist then starts from 0). Rows are written in the lockers' order.
+// did not exist then starts from 0), never below 0 (more in flight than the sources hold
+// commits nothing until it drains). Rows are written in the lockers' order.
 func set(ctx context.Context, pool *pgxpool.Pool, n network.Network, rows []Row, committed map[key]int64) error {
 	res, src := make([]string, len(rows)), make([]string, len(rows))
 	free, per, k0 := make([]int64, len(rows)), make([]int64, len(rows)), make([]int64, len(rows))
@@ -163,11 +164,11 @@ func set(ctx context.Context, pool *pgxpool.Pool, n network.Network, rows []Row,
 		res[i], src[i], free[i], per[i], k0[i] = r.Resource, r.Source, r.Free, r.PerOrder, committed[key{r.Resource, r.Source}]
 	}
 	_, err := pool.Exec(ctx, `INSERT INTO supply_commitments AS s (network, resource, source, free, per_order, committed_total, refreshed_at)
-		SELECT $1, t.resource, t.source, t.free, t.per_order, t.k0, now()
+		SELECT $1, t.resource, t.source, greatest(t.free, 0), t.per_order, t.k0, now()
 		FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[]) WITH ORDINALITY AS t(resource, source, free, per_order, k0, i)
 		ORDER BY t.i
 		ON CONFLICT (network, resource, source) DO UPDATE
-		SET free = EXCLUDED.free - (s.committed_total - EXCLUDED.committed_total), per_order = EXCLUDED.per_order, refreshed_at = now()`,
+		SET free = greatest(EXCLUDED.free - (s.committed_total - EXCLUDED.committed_total), 0), per_order = EXCLUDED.per_order, refreshed_at = now()`,
 		string(n), res, src, free, per, k0)
 	return err
 }

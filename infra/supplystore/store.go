@@ -15,6 +15,7 @@ package supplystore
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -65,12 +66,33 @@ type Locked struct {
 // QueueLock queues the lock of the network's rows of resources (in resource and source
 // order, the order every locker uses). The rows are in the answer once b ran.
 func QueueLock(b *pgx.Batch, n network.Network, resources []string) *Locked {
+	return queueRows(b, n, resources, " FOR UPDATE")
+}
+
+// QueueRead queues a read of the rows without locking them: what Take commits against
+// them is then optimistic, and the write QueueTaken queues fails with ErrRaced when a
+// concurrent transaction took units in between so that a row would fall below 0. The
+// group commit uses it, so that the rows are locked only from its last statement to its
+// commit instead of across a client round trip.
+func QueueRead(b *pgx.Batch, n network.Network, resources []string) *Locked {
+	return queueRows(b, n, resources, "")
+}
+
+// Raced reports whether err is QueueTaken's write refused after an optimistic read
+// (QueueRead): nothing of the transaction holds, and the orders can be placed again
+// against locked rows.
+func Raced(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23514" && pe.ConstraintName == "supply_commitments_free_check"
+}
+
+func queueRows(b *pgx.Batch, n network.Network, resources []string, lock string) *Locked {
 	l := &Locked{n: n, rows: map[key]*row{}, taken: map[key]int64{}}
 	res := slices.Clone(resources)
 	slices.Sort(res)
 	res = slices.Compact(res)
 	b.Queue(`SELECT resource, source, free, per_order FROM supply_commitments WHERE network = $1 AND resource = ANY($2)
-		ORDER BY resource, source FOR UPDATE`, string(n), res).Query(func(rows pgx.Rows) error {
+		ORDER BY resource, source`+lock, string(n), res).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
 		for rows.Next() {
 			var k key
@@ -142,7 +164,8 @@ func (l *Locked) Take(resource, tier string, amount int64, spill bool) bool {
 // Free is what the row of resource and source holds now (after Take), 0 when missing.
 func (l *Locked) Free(resource, source string) int64 { return max(l.get(resource, source).free, 0) }
 
-// QueueTaken queues the write of what Take committed: free down, committed_total up.
+// QueueTaken queues the write of what Take committed: free down, committed_total up. After
+// QueueRead it fails (Raced) when a row would fall below 0.
 func (l *Locked) QueueTaken(b *pgx.Batch) {
 	if len(l.taken) == 0 {
 		return

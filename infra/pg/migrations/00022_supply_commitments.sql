@@ -5,11 +5,13 @@
 -- or 'deep' (the deep reserve). Acceptance takes the rows FOR UPDATE and decrements free
 -- (and counts committed_total up); the pricer sets free each cycle from the chain, the
 -- providers and the orders still in flight, less what was committed since it read them.
+-- free never goes below 0: a group of orders that raced another for the last units fails
+-- on the check and its orders are placed one by one, each against the locked rows.
 CREATE TABLE supply_commitments (
     network         text NOT NULL,
     resource        text NOT NULL CHECK (resource IN ('energy', 'bandwidth')),
     source          text NOT NULL,
-    free            bigint NOT NULL,
+    free            bigint NOT NULL CONSTRAINT supply_commitments_free_check CHECK (free >= 0),
     per_order       bigint NOT NULL DEFAULT 0 CHECK (per_order >= 0),
     committed_total bigint NOT NULL DEFAULT 0,
     refreshed_at    timestamptz NOT NULL DEFAULT now(),
