@@ -163,14 +163,17 @@ func set(ctx context.Context, pool *pgxpool.Pool, n network.Network, rows []Row,
 	for i, r := range rows {
 		res[i], src[i], free[i], per[i], k0[i] = r.Resource, r.Source, r.Free, r.PerOrder, committed[key{r.Resource, r.Source}]
 	}
-	_, err := pool.Exec(ctx, `INSERT INTO supply_commitments AS s (network, resource, source, free, per_order, committed_total, refreshed_at)
+	// Existing rows are locked in the lockers' order first (QueueLock), then written.
+	b := &pgx.Batch{}
+	b.Queue(`SELECT 1 FROM supply_commitments WHERE network = $1 ORDER BY resource COLLATE "C", source COLLATE "C" FOR UPDATE`, string(n))
+	b.Queue(`INSERT INTO supply_commitments AS s (network, resource, source, free, per_order, committed_total, refreshed_at)
 		SELECT $1, t.resource, t.source, greatest(t.free, 0), t.per_order, t.k0, now()
 		FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[]) WITH ORDINALITY AS t(resource, source, free, per_order, k0, i)
 		ORDER BY t.i
 		ON CONFLICT (network, resource, source) DO UPDATE
 		SET free = greatest(EXCLUDED.free - (s.committed_total - EXCLUDED.committed_total), 0), per_order = EXCLUDED.per_order, refreshed_at = now()`,
 		string(n), res, src, free, per, k0)
-	return err
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
 }
 
 // Refresher is the pricer's supply source with supply committed at acceptance: each

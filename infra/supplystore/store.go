@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -64,7 +65,7 @@ type Locked struct {
 }
 
 // QueueLock queues the lock of the network's rows of resources (in resource and source
-// order, the order every locker uses). The rows are in the answer once b ran.
+// byte order, the order every writer locks them in). The rows are in the answer once b ran.
 func QueueLock(b *pgx.Batch, n network.Network, resources []string) *Locked {
 	return queueRows(b, n, resources, " FOR UPDATE")
 }
@@ -92,7 +93,7 @@ func queueRows(b *pgx.Batch, n network.Network, resources []string, lock string)
 	slices.Sort(res)
 	res = slices.Compact(res)
 	b.Queue(`SELECT resource, source, free, per_order FROM supply_commitments WHERE network = $1 AND resource = ANY($2)
-		ORDER BY resource, source`+lock, string(n), res).Query(func(rows pgx.Rows) error {
+		ORDER BY resource COLLATE "C", source COLLATE "C"`+lock, string(n), res).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
 		for rows.Next() {
 			var k key
@@ -170,11 +171,21 @@ func (l *Locked) QueueTaken(b *pgx.Batch) {
 	if len(l.taken) == 0 {
 		return
 	}
+	ks := make([]key, 0, len(l.taken))
+	for k := range l.taken {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b key) int { return strings.Compare(a.res+"/"+a.src, b.res+"/"+b.src) })
 	var res, src []string
 	var n []int64
-	for k, v := range l.taken {
-		res, src, n = append(res, k.res), append(src, k.src), append(n, v)
+	for _, k := range ks { // in the lockers' order
+		res, src, n = append(res, k.res), append(src, k.src), append(n, l.taken[k])
 	}
+	// The rows are locked in the lockers' order first (a no-op after QueueLock), so that the
+	// UPDATE's plan never decides the order and writers cannot deadlock on the rows.
+	b.Queue(`SELECT 1 FROM supply_commitments s JOIN unnest($2::text[], $3::text[]) AS t(resource, source)
+		ON s.resource = t.resource AND s.source = t.source
+		WHERE s.network = $1 ORDER BY s.resource COLLATE "C", s.source COLLATE "C" FOR UPDATE OF s`, string(l.n), res, src)
 	b.Queue(`UPDATE supply_commitments s SET free = s.free - t.n, committed_total = s.committed_total + t.n
 		FROM unnest($2::text[], $3::text[], $4::bigint[]) AS t(resource, source, n)
 		WHERE s.network = $1 AND s.resource = t.resource AND s.source = t.source`, string(l.n), res, src, n)
