@@ -368,7 +368,8 @@ func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req Re
 	if err != nil {
 		return orders.Record{}, nil, err
 	}
-	// The supply rows are locked last, after the account's row (the hold), as in the group.
+	// The supply rows are locked last, after the account's row (the hold); the group
+	// writes them last too.
 	var sup *supplystore.Locked
 	if m.commits(n.Resource) {
 		sup = supplystore.QueueLock(b, m.o.Network, []string{string(n.Resource)})

@@ -222,7 +222,19 @@ func (r *Refresher) Collect(ctx context.Context) (pricing.Supply, []supply.Sourc
 		return sup, append(failures, supply.SourceError{Source: "commitments", Err: err})
 	}
 	c := r.capacity(d, refused, in)
-	if err := set(ctx, r.Pool, r.Network, rowsFrom(c, in), in.committed); err != nil {
+	rows := rowsFrom(c, in)
+	// The pools or the deep reserve not answering in this cycle leaves their rows as they
+	// are: only what was committed since lowers them (nothing else spends own stake); a
+	// provider not answering counts nothing, since its stock may be gone.
+	kept := rows[:0]
+	for _, row := range rows {
+		if (row.Source == SourceOwn && d.Pools == nil && r.Collector.Pool != nil) ||
+			(row.Source == SourceDeep && !d.DeepFresh && r.Collector.Deep != nil) {
+			continue
+		}
+		kept = append(kept, row)
+	}
+	if err := set(ctx, r.Pool, r.Network, kept, in.committed); err != nil {
 		failures = append(failures, supply.SourceError{Source: "commitments", Err: fmt.Errorf("supplystore: refresh: %w", err)})
 	}
 	return sup, failures
