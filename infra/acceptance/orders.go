@@ -379,7 +379,7 @@ func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req Re
 	}
 	if sup != nil {
 		if !sup.Take(string(n.Resource), *n.Tier, n.Amount, !m.o.ForbidProviderSpill) {
-			return orders.Record{}, nil, m.uncommitted(req)
+			return orders.Record{}, nil, m.uncommitted(req, sup.Available(string(n.Resource), *n.Tier, !m.o.ForbidProviderSpill))
 		}
 		b := &pgx.Batch{}
 		sup.QueueTaken(b)
@@ -395,10 +395,12 @@ func (m *Orders) commits(r orders.Resource) bool {
 	return m.o.CommitSupply && (r == orders.Energy || r == orders.Bandwidth)
 }
 
-// uncommitted is the refusal of an order the committed supply cannot hold: 5001, refined
-// like the snapshot's (5007 without spill, 5004 when no provider answers).
-func (m *Orders) uncommitted(req Request) error {
-	return m.supplyError(req, apierr.InsufficientSupply.New("the supply not yet committed to other orders cannot fill this order; nothing was charged"))
+// uncommitted is the refusal of an order the committed supply cannot hold: 5001 with
+// details.available (what could still be committed to one order), refined like the
+// snapshot's (5007 without spill, 5004 when no provider answers).
+func (m *Orders) uncommitted(req Request, available int64) error {
+	return m.supplyError(req, apierr.InsufficientSupply.Newf("only %d units can still be committed to an order; nothing was charged", available).
+		With("available", available))
 }
 
 // prepare prices the order and runs every check that needs neither the database nor a

@@ -162,6 +162,16 @@ func (l *Locked) Take(resource, tier string, amount int64, spill bool) bool {
 	return true
 }
 
+// Available is the largest amount Take would commit now for an order of resource at tier.
+func (l *Locked) Available(resource, tier string, spill bool) int64 {
+	own := l.get(resource, SourceOwn)
+	usable := max(own.free-own.perOrder, 0)
+	if !spill {
+		return usable
+	}
+	return usable + max(l.get(resource, Market(pricing.Tier(tier))).free, l.get(resource, SourceDeep).free, 0)
+}
+
 // Free is what the row of resource and source holds now (after Take), 0 when missing.
 func (l *Locked) Free(resource, source string) int64 { return max(l.get(resource, source).free, 0) }
 

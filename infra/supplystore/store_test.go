@@ -171,6 +171,12 @@ func TestTakeDrawsLikeAllocation(t *testing.T) {
 		{"bandwidth", "5m", 1_000, true, true},
 		{"bandwidth", "1h", 1, true, false},
 	}
+	if got := l.Available("energy", "1h", true); got != 100_000+80_000 {
+		t.Fatalf("available before any take: %d, want own 100,000 + deep 80,000", got)
+	}
+	if got := l.Available("energy", "1h", false); got != 100_000 {
+		t.Fatalf("available from own stock only: %d, want 100,000", got)
+	}
 	for i, s := range steps {
 		if got := l.Take(s.res, s.tier, s.amount, s.spill); got != s.ok {
 			t.Fatalf("step %d %+v: %v", i, s, got)

@@ -147,6 +147,9 @@ func TestPoolExhaustionAcceptsOnlyCommittedSupply(t *testing.T) {
 			if !errors.Is(o.err, apierr.InsufficientSupply) {
 				t.Fatalf("order %d refused with %v, want 5001", i, o.err)
 			}
+			if av, ok := apierr.As(o.err).Details["available"].(int64); !ok || av >= amount {
+				t.Fatalf("order %d refused with details %v: available should be below the amount %d", i, apierr.As(o.err).Details, amount)
+			}
 			continue
 		}
 		accepted++
