@@ -102,8 +102,16 @@ type capacity struct {
 	deep     int64
 }
 
-// tiers are the tiers a market row is kept for.
-var tiers = []pricing.Tier{pricing.Tier5m, pricing.Tier1h, pricing.Tier1d}
+// tiers are the tiers a market row is kept for: those on sale (not retired).
+var tiers = func() []pricing.Tier {
+	var out []pricing.Tier
+	for _, t := range pricing.Tiers {
+		if !pricing.Retired(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}()
 
 var resources = []pricing.Resource{pricing.Energy, pricing.Bandwidth}
 
