@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,7 +30,9 @@ type inFlight struct {
 	market      map[[2]string]int64         // (resource, tier) → provider fills not yet bought
 }
 
-func readInFlight(ctx context.Context, pool *pgxpool.Pool, n network.Network) (inFlight, error) {
+// readInFlight reads what is in flight; with pools, pool fills that landed after
+// landedAfter count as in flight too (a pool figure read before then does not show them).
+func readInFlight(ctx context.Context, pool *pgxpool.Pool, n network.Network, pools []string, landedAfter time.Time) (inFlight, error) {
 	in := inFlight{committed: map[key]int64{}, unallocated: map[[2]string][2]int64{}, poolSun: map[string]map[string]int64{},
 		market: map[[2]string]int64{}}
 	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
@@ -89,6 +92,25 @@ func readInFlight(ctx context.Context, pool *pgxpool.Pool, n network.Network) (i
 			}
 			return rows.Err()
 		})
+		if len(pools) > 0 {
+			b.Queue(`SELECT o.resource, f.pool_address, sum(f.balance_sun)::bigint FROM order_fills f JOIN orders o ON o.id = f.order_id
+				WHERE f.pool_address = ANY($2) AND f.state = 'landed' AND f.updated_at > $3 AND f.source = 'pool' AND o.network = $1
+				GROUP BY 1, 2`, string(n), pools, landedAfter).Query(func(rows pgx.Rows) error {
+				defer rows.Close()
+				for rows.Next() {
+					var res, addr string
+					var sun int64
+					if err := rows.Scan(&res, &addr, &sun); err != nil {
+						return err
+					}
+					if in.poolSun[res] == nil {
+						in.poolSun[res] = map[string]int64{}
+					}
+					in.poolSun[res][addr] += sun
+				}
+				return rows.Err()
+			})
+		}
 		return tx.SendBatch(ctx, b).Close()
 	})
 	return in, err
@@ -197,6 +219,53 @@ type Refresher struct {
 	// Cooldown is how long a refusal keeps a provider out (default DefaultRefusalCooldown).
 	Cooldown time.Duration
 	Now      func() time.Time // default time.Now
+
+	mu       sync.Mutex
+	readings []poolReading // recent pool figures, oldest first
+}
+
+// poolReading is one cycle's pool figures: read after start, before end.
+type poolReading struct {
+	start, end time.Time
+	figures    supply.PoolFigures
+}
+
+// PoolFigureMaxAge is how old a pool figure the order processor's allocation may use
+// (processors/orderflow caches the chain's figures this long). Own capacity is computed
+// from a figure read at least this long ago, so that allocation, whose figure is newer,
+// never sees less stake than acceptance committed: stake only grows between two figures
+// (undelegations), apart from the fills counted in flight.
+const PoolFigureMaxAge = time.Second
+
+// clockMargin covers the difference between this process's clock and the database's
+// (fill updated_at), as in allocation.
+const clockMargin = 2 * time.Second
+
+// pickReading records fresh figures and returns the newest reading made wholly before
+// cutoff (nil: none yet).
+func (r *Refresher) pickReading(fresh *poolReading, cutoff time.Time) *poolReading {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var use *poolReading
+	keep := 0
+	for i := range r.readings {
+		if !r.readings[i].end.After(cutoff) {
+			use, keep = &r.readings[i], i
+		}
+	}
+	var picked *poolReading
+	if use != nil {
+		p := *use
+		picked = &p
+	}
+	r.readings = slices.Clone(r.readings[keep:]) // the one picked and newer ones
+	if fresh != nil {
+		r.readings = append(r.readings, *fresh)
+	}
+	if len(r.readings) > 64 { // cycles far shorter than PoolFigureMaxAge
+		r.readings = slices.Delete(r.readings, 1, len(r.readings)-63)
+	}
+	return picked
 }
 
 // Collect is one cycle (see Refresher). A failure to read or write the rows is reported as
@@ -212,10 +281,29 @@ func (r *Refresher) Collect(ctx context.Context) (pricing.Supply, []supply.Sourc
 		cool = DefaultRefusalCooldown
 	}
 	var failures []supply.SourceError
-	refused, rerr := Refused(ctx, r.Pool, r.Network, now().Add(-cool))
-	in, ierr := readInFlight(ctx, r.Pool, r.Network)
+	start := now()
+	// Own capacity comes from the newest pool figure read at least PoolFigureMaxAge ago;
+	// the fills that landed since it was read count as in flight.
+	use := r.pickReading(nil, start.Add(-PoolFigureMaxAge))
+	var pools []string
+	var landedAfter time.Time
+	if use != nil {
+		landedAfter = use.start.Add(-clockMargin)
+		for _, f := range use.figures {
+			for a := range f.Sun {
+				pools = append(pools, a)
+			}
+		}
+		slices.Sort(pools)
+		pools = slices.Compact(pools)
+	}
+	refused, rerr := Refused(ctx, r.Pool, r.Network, start.Add(-cool))
+	in, ierr := readInFlight(ctx, r.Pool, r.Network, pools, landedAfter)
 	sup, d, fails := r.Collector.CollectDetail(ctx)
 	failures = append(failures, fails...)
+	if d.Pools != nil {
+		r.pickReading(&poolReading{start: start, end: now(), figures: d.Pools}, start.Add(-PoolFigureMaxAge))
+	}
 	if rerr == nil && len(refused) > 0 {
 		kept := sup.Offers[:0:0]
 		for _, o := range sup.Offers {
@@ -229,14 +317,19 @@ func (r *Refresher) Collect(ctx context.Context) (pricing.Supply, []supply.Sourc
 	if err := errors.Join(rerr, ierr); err != nil {
 		return sup, append(failures, supply.SourceError{Source: "commitments", Err: err})
 	}
-	c := r.capacity(d, refused, in)
+	var figures supply.PoolFigures
+	if use != nil {
+		figures = use.figures
+	}
+	c := r.capacity(d, figures, refused, in)
 	rows := rowsFrom(c, in)
-	// The pools or the deep reserve not answering in this cycle leaves their rows as they
-	// are: only what was committed since lowers them (nothing else spends own stake); a
+	// Without a pool figure old enough (the first second after start), or the deep reserve
+	// not answering in this cycle, their rows stay as they are: only what was committed
+	// since lowers them (nothing else spends own stake); no row yet commits nothing. A
 	// provider not answering counts nothing, since its stock may be gone.
 	kept := rows[:0]
 	for _, row := range rows {
-		if (row.Source == SourceOwn && d.Pools == nil && r.Collector.Pool != nil) ||
+		if (row.Source == SourceOwn && figures == nil && r.Collector.Pool != nil) ||
 			(row.Source == SourceDeep && !d.DeepFresh && r.Collector.Deep != nil) {
 			continue
 		}
@@ -252,13 +345,13 @@ func (r *Refresher) Collect(ctx context.Context) (pricing.Supply, []supply.Sourc
 // less its fills in flight, to whole TRX, net of the margin; each provider that did not
 // refuse counts its largest offer of a tier (one purchase is one offer); the deep reserve
 // its available energy.
-func (r *Refresher) capacity(d supply.Detail, refused map[string]bool, in inFlight) capacity {
+func (r *Refresher) capacity(d supply.Detail, pools supply.PoolFigures, refused map[string]bool, in inFlight) capacity {
 	margin := r.MarginBps
 	if margin <= 0 {
 		margin = DefaultMarginBps
 	}
 	c := capacity{own: map[string]int64{}, perOrder: map[string]int64{}, market: map[[2]string]int64{}}
-	for res, f := range d.Pools {
+	for res, f := range pools {
 		if f.Limit <= 0 || f.Weight <= 0 {
 			continue
 		}

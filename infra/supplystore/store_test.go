@@ -1,6 +1,7 @@
 package supplystore
 
 import (
+	"bytes"
 	"context"
 	"net/http/httptest"
 	"sync"
@@ -11,6 +12,8 @@ import (
 
 	"rental/infra/supply"
 	"rental/infra/testenv"
+	"rental/infra/tron"
+	"rental/infra/tronsim"
 	"rental/schemas/network"
 	"rental/schemas/pricing"
 )
@@ -112,7 +115,7 @@ func TestRefreshKeepsWhatWasCommittedMeanwhile(t *testing.T) {
 	r, db, _ := newRefresher(t)
 	ctx := context.Background()
 	collect(t, r)
-	in, err := readInFlight(ctx, db.Pool, network.Nile)
+	in, err := readInFlight(ctx, db.Pool, network.Nile, nil, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +139,7 @@ func TestRefreshKeepsWhatWasCommittedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, d, _ := r.Collector.CollectDetail(ctx)
-	if err := set(ctx, db.Pool, network.Nile, rowsFrom(r.capacity(d, nil, in), in), in.committed); err != nil {
+	if err := set(ctx, db.Pool, network.Nile, rowsFrom(r.capacity(d, nil, nil, in), in), in.committed); err != nil {
 		t.Fatal(err)
 	}
 	if got := free(t, db, pricing.Energy, Market(pricing.Tier1h)); got != 200_000 {
@@ -188,5 +191,62 @@ func TestTakeDrawsLikeAllocation(t *testing.T) {
 		if l.taken[k] != v {
 			t.Errorf("taken %v: %d, want %d (all %v)", k, l.taken[k], v, l.taken)
 		}
+	}
+}
+
+// Own capacity is committed from a pool figure at least PoolFigureMaxAge old, the age of
+// the figure allocation may still use: none in the first refresh, the earlier figure (net
+// of the margin, in whole TRX) once one is old enough.
+func TestOwnCapacityComesFromAFigureAllocationAlreadySees(t *testing.T) {
+	db := testenv.Postgres(t)
+	ctx := context.Background()
+	k := tron.PrivateKeyFromBytes(bytes.Repeat([]byte{9}, 32))
+	sim, err := tronsim.New(tronsim.Options{Network: network.Mainnet, Params: tronsim.ChainParams{EnergyWeightDrift: -1},
+		Genesis: []tronsim.GenesisAccount{{Address: k.Address(), BalanceSun: 1000 * tron.SunPerTRX, StakeEnergySun: 1_000_000 * tron.SunPerTRX}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sim.Close() })
+	node := httptest.NewServer(sim.Handler())
+	t.Cleanup(node.Close)
+	tc := tron.NewClient(node.URL)
+	clk := &clock{t: time.Now()}
+	r := &Refresher{Pool: db.Pool, Network: network.Mainnet, Now: clk.Now,
+		Collector: &supply.Collector{Pool: supply.NewPool(tc, []tron.Address{k.Address()}), MaxStale: time.Minute, Now: clk.Now}}
+	own := func() (int64, bool) {
+		rows, err := Rows(ctx, db.Pool, network.Mainnet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range rows {
+			if x.Resource == "energy" && x.Source == SourceOwn {
+				return x.Free, true
+			}
+		}
+		return 0, false
+	}
+	collect2 := func() {
+		t.Helper()
+		if _, fails := r.Collect(ctx); len(fails) > 0 {
+			t.Fatalf("%+v", fails)
+		}
+	}
+	collect2()
+	if n, ok := own(); ok {
+		t.Fatalf("own capacity %d committable from a figure read just now", n)
+	}
+	clk.Add(PoolFigureMaxAge + time.Millisecond)
+	collect2()
+	can, err := tc.GetCanDelegatedMaxSize(ctx, k.Address(), tron.Energy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tc.GetAccountResource(ctx, k.Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	units, _ := tron.EnergyForBalance(can/tron.SunPerTRX*tron.SunPerTRX, res.TotalEnergyLimit, res.TotalEnergyWeight)
+	if n, ok := own(); !ok || n != units*10_000/(10_000+DefaultMarginBps) {
+		t.Fatalf("own capacity %d (row %v), want %d", n, ok, units*10_000/(10_000+DefaultMarginBps))
 	}
 }

@@ -85,6 +85,27 @@ func TestPoolExhaustionAcceptsOnlyCommittedSupply(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() { stopRefresh(); <-refreshed })
+	// Own capacity is committed from a pool figure at least a second old (one allocation
+	// may still be using): wait for the first.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		rows, err := supplystore.Rows(ctx, e.db.Pool, e.net)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own := int64(0)
+		for _, r := range rows {
+			if r.Resource == "energy" && r.Source == supplystore.SourceOwn {
+				own = r.Free
+			}
+		}
+		if own > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no own capacity committable after 30 s: %+v", rows)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	prices, err := acceptance.NewPrices(acceptance.PricesOptions{Network: e.net, Snapshots: plentySnapshots{t, e.net}, Chain: e.node})
 	if err != nil {

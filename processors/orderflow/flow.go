@@ -197,7 +197,7 @@ func New(o Options) (*Flow, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	f := &Flow{o: o, log: o.Logger.With("stage", "orderflow"), byAddr: map[tron.Address]tron.PrivateKey{},
-		lockCap: newLockCap(o.Network.MaxLockPeriodBlocks()), chain: newChainCache(time.Second)}
+		lockCap: newLockCap(o.Network.MaxLockPeriodBlocks()), chain: newChainCache(supplystore.PoolFigureMaxAge)}
 	for _, k := range o.Pools {
 		f.byAddr[k.Address()] = k
 	}
