@@ -191,11 +191,13 @@ func (l *Locked) QueueTaken(b *pgx.Batch) {
 	for _, k := range ks { // in the lockers' order
 		res, src, n = append(res, k.res), append(src, k.src), append(n, l.taken[k])
 	}
-	// The rows are locked in the lockers' order first (a no-op after QueueLock), so that the
-	// UPDATE's plan never decides the order and writers cannot deadlock on the rows.
-	b.Queue(`SELECT 1 FROM supply_commitments s JOIN unnest($2::text[], $3::text[]) AS t(resource, source)
-		ON s.resource = t.resource AND s.source = t.source
-		WHERE s.network = $1 ORDER BY s.resource COLLATE "C", s.source COLLATE "C" FOR UPDATE OF s`, string(l.n), res, src)
+	// Several rows are locked in the lockers' order first (a no-op after QueueLock), so
+	// that the UPDATE's plan never decides the order and writers cannot deadlock on them.
+	if len(ks) > 1 {
+		b.Queue(`SELECT 1 FROM supply_commitments s JOIN unnest($2::text[], $3::text[]) AS t(resource, source)
+			ON s.resource = t.resource AND s.source = t.source
+			WHERE s.network = $1 ORDER BY s.resource COLLATE "C", s.source COLLATE "C" FOR UPDATE OF s`, string(l.n), res, src)
+	}
 	b.Queue(`UPDATE supply_commitments s SET free = s.free - t.n, committed_total = s.committed_total + t.n
 		FROM unnest($2::text[], $3::text[], $4::bigint[]) AS t(resource, source, n)
 		WHERE s.network = $1 AND s.resource = t.resource AND s.source = t.source`, string(l.n), res, src, n)
