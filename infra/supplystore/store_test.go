@@ -250,3 +250,49 @@ func TestOwnCapacityComesFromAFigureAllocationAlreadySees(t *testing.T) {
 		t.Fatalf("own capacity %d (row %v), want %d", n, ok, units*10_000/(10_000+DefaultMarginBps))
 	}
 }
+
+// A commitment made against rows read without a lock (the group commit) fails with Raced,
+// and writes nothing, when another transaction took the units in between.
+func TestOptimisticCommitmentThatRacedFails(t *testing.T) {
+	r, db, _ := newRefresher(t)
+	ctx := context.Background()
+	collect(t, r) // market:1h holds 300,000
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // after the failure
+	b := &pgx.Batch{}
+	l := QueueRead(b, network.Nile, []string{"energy"})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !l.Take("energy", "1h", 200_000, true) {
+		t.Fatal("200,000 of 300,000 did not fit")
+	}
+	// Another acceptance takes 150,000 meanwhile.
+	err = pgx.BeginFunc(ctx, db.Pool, func(tx2 pgx.Tx) error {
+		l2, err := Lock(ctx, tx2, network.Nile, []string{"energy"})
+		if err != nil {
+			return err
+		}
+		if !l2.Take("energy", "1h", 150_000, true) {
+			t.Fatal("150,000 did not fit")
+		}
+		b := &pgx.Batch{}
+		l2.QueueTaken(b)
+		return tx2.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = &pgx.Batch{}
+	l.QueueTaken(b)
+	if err := tx.SendBatch(ctx, b).Close(); !Raced(err) {
+		t.Fatalf("the raced commitment: %v, want Raced", err)
+	}
+	_ = tx.Rollback(ctx)
+	if got := free(t, db, pricing.Energy, Market(pricing.Tier1h)); got != 150_000 {
+		t.Fatalf("committable after the race: %d, want 150,000", got)
+	}
+}
