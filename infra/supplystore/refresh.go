@@ -195,6 +195,9 @@ func set(ctx context.Context, pool *pgxpool.Pool, n network.Network, rows []Row,
 	}
 	// Existing rows are locked in the lockers' order first (QueueLock), then written.
 	b := &pgx.Batch{}
+	// A creation holding the rows (a batch placing its receivers) delays the refresh at
+	// most this long: the cycle then reports the failure and publishes its snapshot.
+	b.Queue(`SET LOCAL lock_timeout = '1s'`)
 	b.Queue(`SELECT 1 FROM supply_commitments WHERE network = $1 ORDER BY resource COLLATE "C", source COLLATE "C" FOR UPDATE`, string(n))
 	b.Queue(`INSERT INTO supply_commitments AS s (network, resource, source, free, per_order, committed_total, refreshed_at)
 		SELECT $1, t.resource, t.source, greatest(t.free, 0), t.per_order, t.k0, now()
@@ -236,6 +239,9 @@ type poolReading struct {
 // never sees less stake than acceptance committed: stake only grows between two figures
 // (undelegations), apart from the fills counted in flight.
 const PoolFigureMaxAge = time.Second
+
+// dbTimeout bounds each of a refresh's two database steps.
+const dbTimeout = 2 * time.Second
 
 // clockMargin covers the difference between this process's clock and the database's
 // (fill updated_at), as in allocation.
@@ -297,8 +303,12 @@ func (r *Refresher) Collect(ctx context.Context) (pricing.Supply, []supply.Sourc
 		slices.Sort(pools)
 		pools = slices.Compact(pools)
 	}
-	refused, rerr := Refused(ctx, r.Pool, r.Network, start.Add(-cool))
-	in, ierr := readInFlight(ctx, r.Pool, r.Network, pools, landedAfter)
+	// The database work is bounded, so that a slow database delays the cycle's snapshot
+	// by a few seconds at most (the snapshot is still published, the rows not refreshed).
+	dbctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	refused, rerr := Refused(dbctx, r.Pool, r.Network, start.Add(-cool))
+	in, ierr := readInFlight(dbctx, r.Pool, r.Network, pools, landedAfter)
+	cancel()
 	sup, d, fails := r.Collector.CollectDetail(ctx)
 	failures = append(failures, fails...)
 	if d.Pools != nil {
@@ -335,7 +345,9 @@ func (r *Refresher) Collect(ctx context.Context) (pricing.Supply, []supply.Sourc
 		}
 		kept = append(kept, row)
 	}
-	if err := set(ctx, r.Pool, r.Network, kept, in.committed); err != nil {
+	dbctx, cancel = context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
+	if err := set(dbctx, r.Pool, r.Network, kept, in.committed); err != nil {
 		failures = append(failures, supply.SourceError{Source: "commitments", Err: fmt.Errorf("supplystore: refresh: %w", err)})
 	}
 	return sup, failures
