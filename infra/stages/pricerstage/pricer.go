@@ -44,12 +44,15 @@ func Supply(cfg config.Config) *supply.Collector {
 	return c
 }
 
-// Pricer is the pricer stage: every PRICER_INTERVAL a snapshot to Redis (for the edge) and
-// to the compacted market-data topic through producer.
+// Pricer is the pricer stage: every PRICER_INTERVAL a snapshot to Postgres (the copy that
+// outlives a Redis loss), to Redis (for the edge) and to the compacted market-data topic
+// through producer.
 func Pricer(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, producer *kgo.Client, log *slog.Logger, reg prometheus.Registerer) (stages.Runner, error) {
+	store := pricestore.New(pool)
 	return pricer.New(pricer.Options{
-		Network: cfg.Network,
-		Models:  pricestore.New(pool),
+		Network:   cfg.Network,
+		Models:    store,
+		Snapshots: store,
 		// Supply committed at acceptance is refreshed in the same cycle, before the snapshot
 		// it goes with is published; refused providers' offers are left out of both.
 		Supply: &supplystore.Refresher{Pool: pool, Network: cfg.Network, Collector: Supply(cfg)},
