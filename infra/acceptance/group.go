@@ -11,6 +11,8 @@ package acceptance
 //     UPDATE, in account order) with their funds, which client_order_ids have a record,
 //     and the accounts' in-flight counts;
 //     and which of the orders' request signatures are recorded (used_signatures);
+//     and, with CommitSupply, the committed supply's rows of the group's resources (read
+//     without a lock, written last in step 2, see run);
 //  2. for the orders it admits: the holds (one UPDATE of the accounts, one INSERT of the
 //     holds), the orders and their intents, the idempotency records with the 201 bodies,
 //     the signatures' records, and COMMIT.
@@ -19,10 +21,12 @@ package acceptance
 // commit together or not at all. The committer admits only the plain case: a fresh
 // client_order_id, a receiver that is not ours, funds that cover the total (after the
 // group's earlier orders of the account), room under the in-flight limit and under the
-// receiver's energy ceiling (after the group's earlier orders to it). Everything
-// else is declined and goes through the one-by-one transaction (Accept), which gives
-// the replay, 3010, 3015, 3003, 4001/4002, 1101 or 5005 answer with its details exactly as
-// before; so does every member of a group whose transaction failed. A declined order was
+// receiver's energy ceiling (after the group's earlier orders to it), and supply committed
+// to it (CommitSupply: the committed supply's rows, written last). Everything else is
+// declined and goes through the one-by-one transaction (Accept), which gives the replay,
+// 3010, 3015, 3003, 4001/4002, 1101, 5005 or 5001 answer with its details exactly as
+// before; so does every member of a group whose transaction failed (a group that raced
+// another for the last committed units among them). A declined order was
 // never written: the group decided before writing, or rolled back.
 //
 // Per order this is a fraction of the one-by-one path's Postgres work (statements and
@@ -46,6 +50,7 @@ import (
 	"rental/infra/orderstore"
 	"rental/infra/pg"
 	"rental/infra/sigstore"
+	"rental/infra/supplystore"
 	"rental/schemas/orders"
 )
 
@@ -179,6 +184,12 @@ func (g *groupCommitter) commit(group []*groupEntry) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	admitted, err := g.store(ctx, group)
+	if supplystore.Raced(err) {
+		// Another transaction took the last units meanwhile: one by one, each order is
+		// committed against the locked rows (or refused with 5001).
+		g.declined.WithLabelValues("supply_raced").Add(float64(len(group)))
+		admitted, err = nil, nil
+	}
 	if err != nil {
 		g.m.log.Warn("order group commit failed; its orders go one by one", "orders", len(group), "err", err)
 		g.declined.WithLabelValues("group_failed").Add(float64(len(group)))
@@ -266,6 +277,20 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 	if len(sigs) > 0 {
 		usedSigs = m.o.Signatures.QueueExisting(b, sigs)
 	}
+	// The committed supply's rows are read here without a lock and written last, just
+	// before COMMIT (they are locked from there to the commit only, not across a round
+	// trip); a group that raced another for the last units fails on the rows' check and
+	// its orders go one by one, where each locks the rows.
+	var sup *supplystore.Locked
+	var supRes []string
+	for _, e := range cands {
+		if m.commits(e.n.Resource) {
+			supRes = append(supRes, string(e.n.Resource))
+		}
+	}
+	if len(supRes) > 0 {
+		sup = supplystore.QueueRead(b, m.o.Network, supRes)
+	}
 	// The transaction is begun in this batch and committed in the write batch (BEGIN and
 	// COMMIT ride along), so it costs two round trips; on any error it is rolled back, and
 	// a connection that cannot be is dropped by the pool.
@@ -297,6 +322,9 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 			reason = "in_flight"
 		case live != nil && e.n.Resource == orders.Energy && live.Of(e.n.Receiver)+energy[e.n.Receiver]+e.n.Amount > m.o.ReceiverMaxEnergy:
 			reason = "receiver_ceiling"
+		// Last: Take commits the units when the order fits.
+		case sup != nil && m.commits(e.n.Resource) && !sup.Take(string(e.n.Resource), *e.n.Tier, e.n.Amount, !m.o.ForbidProviderSpill):
+			reason = "supply"
 		}
 		if reason != "" {
 			g.declined.WithLabelValues(reason).Inc()
@@ -343,6 +371,9 @@ func (g *groupCommitter) run(ctx context.Context, conn *pgx.Conn, group []*group
 		if len(rec) > 0 {
 			m.o.Signatures.QueueInsertMany(b, rec)
 		}
+	}
+	if sup != nil {
+		sup.QueueTaken(b) // last: the rows' locks are held until the commit
 	}
 	// A balance crossing its low threshold has writes of its own (and balance.low) after
 	// the holds: then COMMIT is a round trip of its own.

@@ -25,6 +25,7 @@ import (
 	"rental/infra/orderstore"
 	"rental/infra/quotes"
 	"rental/infra/sigstore"
+	"rental/infra/supplystore"
 	"rental/infra/tron"
 	"rental/schemas/apierr"
 	"rental/schemas/network"
@@ -79,6 +80,13 @@ type Options struct {
 	// creation's transaction, so a replay is refused (1009) even after the Redis replay
 	// cache lost its keys. nil records nothing.
 	Signatures *sigstore.Store
+	// CommitSupply accepts an order only against supply committed to it (infra/supplystore,
+	// docs/orders.md "Supply committed at acceptance"): the rows the pricer refreshes are
+	// locked in the order's transaction, after every other lock, and an order they cannot
+	// hold is refused with 5001 (5007, 5004) with nothing stored. Without a row (before the
+	// pricer's first refresh) every order is refused. False: stock is checked against the
+	// snapshot only.
+	CommitSupply bool
 	// Registerer receives the group commit's metrics (default: Prometheus' default).
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger     // default: discard
@@ -360,10 +368,39 @@ func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req Re
 	if err != nil {
 		return orders.Record{}, nil, err
 	}
+	// The supply rows are locked last, after the account's row (the hold); the group
+	// writes them last too.
+	var sup *supplystore.Locked
+	if m.commits(n.Resource) {
+		sup = supplystore.QueueLock(b, m.o.Network, []string{string(n.Resource)})
+	}
 	if err := w.result(ctx, tx, tx.SendBatch(ctx, b).Close()); err != nil {
 		return orders.Record{}, nil, err
 	}
+	if sup != nil {
+		if !sup.Take(string(n.Resource), *n.Tier, n.Amount, !m.o.ForbidProviderSpill) {
+			return orders.Record{}, nil, m.uncommitted(req, sup.Available(string(n.Resource), *n.Tier, !m.o.ForbidProviderSpill))
+		}
+		b := &pgx.Batch{}
+		sup.QueueTaken(b)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return orders.Record{}, nil, err
+		}
+	}
 	return w.ins.Row.Record, w.body, nil
+}
+
+// commits reports whether an order of resource is accepted only against committed supply.
+func (m *Orders) commits(r orders.Resource) bool {
+	return m.o.CommitSupply && (r == orders.Energy || r == orders.Bandwidth)
+}
+
+// uncommitted is the refusal of an order the committed supply cannot hold: 5001 with
+// details.available (what could still be committed to one order), refined like the
+// snapshot's (5007 without spill, 5004 when no provider answers).
+func (m *Orders) uncommitted(req Request, available int64) error {
+	return m.supplyError(req, apierr.InsufficientSupply.Newf("only %d units can still be committed to an order; nothing was charged", available).
+		With("available", available))
 }
 
 // prepare prices the order and runs every check that needs neither the database nor a

@@ -2,6 +2,7 @@ package supply
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,17 @@ type sourceResult struct {
 	at      time.Time
 	instant map[pricing.Resource]int64
 	offers  []pricing.Offer
+	pools   PoolFigures // the pool source's reading
+}
+
+// Detail is what a cycle read fresh, source by source: only sources that answered in this
+// cycle appear (a last good answer reused for MaxStale does not), so a figure here was read
+// after Collect began. Supply committed at acceptance is computed from it.
+type Detail struct {
+	Pools     PoolFigures                // nil: the pools did not answer (or none configured)
+	Providers map[string][]pricing.Offer // by provider slug
+	Deep      []pricing.Offer            // the deep reserve's offers (nil: not answered)
+	DeepFresh bool                       // the deep reserve answered
 }
 
 // SourceError is one source's failure in a cycle. Stale says its last good answer was used.
@@ -41,6 +53,12 @@ type SourceError struct {
 
 // Collect asks every source concurrently and merges the answers.
 func (c *Collector) Collect(ctx context.Context) (pricing.Supply, []SourceError) {
+	sup, _, failures := c.CollectDetail(ctx)
+	return sup, failures
+}
+
+// CollectDetail is Collect with what each source answered fresh in this cycle.
+func (c *Collector) CollectDetail(ctx context.Context) (pricing.Supply, Detail, []SourceError) {
 	now := time.Now
 	if c.Now != nil {
 		now = c.Now
@@ -52,8 +70,11 @@ func (c *Collector) Collect(ctx context.Context) (pricing.Supply, []SourceError)
 	var jobs []job
 	if c.Pool != nil {
 		jobs = append(jobs, job{"pool", func(ctx context.Context) (sourceResult, error) {
-			inv, err := c.Pool.Inventory(ctx)
-			return sourceResult{instant: inv}, err
+			f, err := c.Pool.Figures(ctx)
+			if err != nil {
+				return sourceResult{}, err
+			}
+			return sourceResult{instant: f.Units(), pools: f}, nil
 		}})
 	}
 	for _, p := range c.Providers {
@@ -85,11 +106,20 @@ func (c *Collector) Collect(ctx context.Context) (pricing.Supply, []SourceError)
 	t := now()
 	sup := pricing.Supply{Instant: map[pricing.Resource]int64{}}
 	var failures []SourceError
+	d := Detail{Providers: map[string][]pricing.Offer{}}
 	for i, j := range jobs {
 		r := results[i]
 		if errs[i] == nil {
 			r.at = t
 			c.last[j.name] = r
+			switch {
+			case j.name == "pool":
+				d.Pools = r.pools
+			case j.name == "deep":
+				d.Deep, d.DeepFresh = r.offers, true
+			default:
+				d.Providers[strings.TrimPrefix(j.name, "provider:")] = r.offers
+			}
 		} else {
 			prev, ok := c.last[j.name]
 			stale := ok && t.Sub(prev.at) <= c.MaxStale
@@ -104,5 +134,5 @@ func (c *Collector) Collect(ctx context.Context) (pricing.Supply, []SourceError)
 		}
 		sup.Offers = append(sup.Offers, r.offers...)
 	}
-	return sup, failures
+	return sup, d, failures
 }

@@ -38,7 +38,41 @@ func NewPool(node Node, pools []tron.Address) *Pool { return &Pool{node: node, p
 // partial sum would understate supply without saying so. A network where nobody stakes for a
 // resource yields 0 for it.
 func (p *Pool) Inventory(ctx context.Context) (map[pricing.Resource]int64, error) {
+	f, err := p.Figures(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f.Units(), nil
+}
+
+// PoolFigures is one reading of the pools: per resource, each pool's delegatable balance
+// (SUN, getcandelegatedmaxsize) and the network totals that convert SUN to units.
+type PoolFigures map[pricing.Resource]ResourceFigures
+
+// ResourceFigures is one resource's part of PoolFigures. Limit and Weight are zero when
+// nobody stakes for the resource (nothing to sell).
+type ResourceFigures struct {
+	Sun           map[string]int64 // by pool address (Base58)
+	Limit, Weight int64
+}
+
+// Units converts the figures to units (rounded down per pool), summed per resource.
+func (f PoolFigures) Units() map[pricing.Resource]int64 {
 	out := map[pricing.Resource]int64{pricing.Energy: 0, pricing.Bandwidth: 0}
+	for res, r := range f {
+		for _, sun := range r.Sun {
+			units, err := tron.EnergyForBalance(sun, r.Limit, r.Weight) // the same formula for both resources
+			if err == nil {
+				out[res] += units
+			}
+		}
+	}
+	return out
+}
+
+// Figures reads what each pool can delegate now. Any failed call fails the whole answer.
+func (p *Pool) Figures(ctx context.Context) (PoolFigures, error) {
+	out := PoolFigures{pricing.Energy: {Sun: map[string]int64{}}, pricing.Bandwidth: {Sun: map[string]int64{}}}
 	if len(p.pools) == 0 {
 		return out, nil
 	}
@@ -54,20 +88,21 @@ func (p *Pool) Inventory(ctx context.Context) (map[pricing.Resource]int64, error
 		{pricing.Energy, tron.Energy, res.TotalEnergyLimit, res.TotalEnergyWeight},
 		{pricing.Bandwidth, tron.Bandwidth, res.TotalNetLimit, res.TotalNetWeight},
 	} {
+		if r.limit <= 0 || r.weight <= 0 {
+			continue // nobody stakes for this resource: nothing to sell
+		}
+		rf := ResourceFigures{Sun: map[string]int64{}, Limit: r.limit, Weight: r.weight}
 		for _, pool := range p.pools {
 			sun, err := p.node.GetCanDelegatedMaxSize(ctx, pool, r.code)
 			if err != nil {
 				return nil, fmt.Errorf("supply: getcandelegatedmaxsize %s %s: %w", pool, r.code, err)
 			}
-			units, err := tron.EnergyForBalance(sun, r.limit, r.weight) // the same formula for both resources
-			if errors.Is(err, tron.ErrNoEnergyWeight) {
-				break // nobody stakes for this resource: nothing to sell
-			}
-			if err != nil {
-				return nil, fmt.Errorf("supply: %s: %w", r.res, err)
-			}
-			out[r.res] += units
+			rf.Sun[pool.String()] = sun
 		}
+		if _, err := tron.EnergyForBalance(1, r.limit, r.weight); err != nil && !errors.Is(err, tron.ErrNoEnergyWeight) {
+			return nil, fmt.Errorf("supply: %s: %w", r.res, err)
+		}
+		out[r.res] = rf
 	}
 	return out, nil
 }

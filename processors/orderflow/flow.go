@@ -26,6 +26,7 @@ import (
 	"rental/infra/orderstore"
 	"rental/infra/outbox"
 	"rental/infra/supply"
+	"rental/infra/supplystore"
 	"rental/infra/tron"
 	"rental/schemas/events"
 	"rental/schemas/network"
@@ -111,7 +112,8 @@ type Options struct {
 	Deep         DeepReserve
 	DeepFeeLimit int64
 	// MarginBps is added to the staked balance a delegation needs, against the drift of
-	// the network's energy weight between allocation and inclusion (default 50 = 0.5 %).
+	// the network's energy weight between allocation and inclusion (default supplystore.DefaultMarginBps,
+	// 50 = 0.5 %; the pricer counts committable own stock net of the same margin).
 	MarginBps int64
 	// LandGrace is how long after a transaction's expiration the processor waits for the
 	// chain fact of its block before asking the node whether it landed (default 90 s; the
@@ -171,7 +173,7 @@ func New(o Options) (*Flow, error) {
 		return nil, errors.New("orderflow: at least one stake pool key or provider is required")
 	}
 	if o.MarginBps <= 0 {
-		o.MarginBps = 50
+		o.MarginBps = supplystore.DefaultMarginBps
 	}
 	if o.DeepFeeLimit <= 0 {
 		o.DeepFeeLimit = 100 * tron.SunPerTRX
@@ -201,7 +203,7 @@ func New(o Options) (*Flow, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	f := &Flow{o: o, log: o.Logger.With("stage", "orderflow"), byAddr: map[tron.Address]tron.PrivateKey{},
-		lockCap: newLockCap(o.Network.MaxLockPeriodBlocks()), chain: newChainCache(time.Second)}
+		lockCap: newLockCap(o.Network.MaxLockPeriodBlocks()), chain: newChainCache(supplystore.PoolFigureMaxAge)}
 	for _, k := range o.Pools {
 		f.byAddr[k.Address()] = k
 	}

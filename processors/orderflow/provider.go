@@ -11,6 +11,7 @@ import (
 	"rental/infra/chainstore"
 	"rental/infra/orderstore"
 	"rental/infra/supply"
+	"rental/infra/supplystore"
 	"rental/schemas/orders"
 	"rental/schemas/pricing"
 )
@@ -38,6 +39,11 @@ func (f *Flow) buyFromProvider(ctx context.Context, tx pgx.Tx, o orderstore.Row,
 	if errors.Is(err, supply.ErrProviderSoldOut) {
 		f.log.Info("provider sold out", "order", o.ID, "provider", p.Slug(), "amount", fl.Amount)
 		if err := orderstore.SetFillState(ctx, tx, o.ID, fl.Seq, orderstore.FillFailed); err != nil {
+			return err
+		}
+		// The pricer stops listing and committing its stock until it delivers again or the
+		// refusal cool-down passes (infra/supplystore).
+		if err := supplystore.RecordRefusal(ctx, tx, o.Network, p.Slug(), f.o.Now()); err != nil {
 			return err
 		}
 		if next < len(f.o.Providers) {
@@ -77,6 +83,9 @@ func (f *Flow) buyFromProvider(ctx context.Context, tx pgx.Tx, o orderstore.Row,
 	// A provider's part cannot be taken back by us: the order names the provider (reclaim
 	// answers 3008).
 	if err := orderstore.SetFilledBy(ctx, tx, o.ID, p.Slug()); err != nil {
+		return err
+	}
+	if err := supplystore.ClearRefusal(ctx, tx, o.Network, p.Slug()); err != nil {
 		return err
 	}
 	return chainstore.Track(ctx, tx, r.TxID)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"rental/infra/supply"
+	"rental/infra/supplystore"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
 	"rental/schemas/network"
@@ -51,11 +52,31 @@ func TestNileOrdersAreFilledByTheProvider(t *testing.T) {
 
 	// The provider has 300,000 1 h energy in all; 100,000 is gone. A 250,000 order is more
 	// than it has and the own pool does not sell on nile: nothing is delivered, the charge
-	// is reversed.
+	// is reversed. Its refusal is recorded until it delivers again.
 	big := e.order(acc, orderSpec{resource: orders.Energy, amount: 250_000, tier: "1h", receiver: e.receiver(true)})
 	row = e.waitStatus(acc, big.ID, 20*time.Second, orders.Active, orders.Failed)
 	if row.Status != orders.Failed || row.Failure == nil || row.Failure.Code != 5001 {
 		t.Fatalf("large nile order %s failure %+v", row.Status, row.Failure)
+	}
+	// The refusal is recorded: the pricer neither lists nor commits the provider's stock
+	// until it delivers again (infra/supplystore), which the next order that fits makes it do.
+	refused := func() bool {
+		t.Helper()
+		r, err := supplystore.Refused(context.Background(), e.db.Pool, network.Nile, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r["nileprov"]
+	}
+	if !refused() {
+		t.Fatal("the provider's sold-out answer was not recorded")
+	}
+	small := e.order(acc, orderSpec{resource: orders.Energy, amount: 50_000, tier: "1h", receiver: e.receiver(true)})
+	if row = e.waitStatus(acc, small.ID, 20*time.Second, orders.Active, orders.Failed); row.Status != orders.Active {
+		t.Fatalf("small nile order %s failure %+v", row.Status, row.Failure)
+	}
+	if refused() {
+		t.Fatal("the provider delivered, yet its refusal is still recorded")
 	}
 	e.invariants()
 }

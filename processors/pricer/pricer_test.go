@@ -18,6 +18,7 @@ import (
 	"rental/infra/pricecache"
 	"rental/infra/pricestore"
 	"rental/infra/supply"
+	"rental/infra/supplystore"
 	"rental/infra/testenv"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
@@ -38,15 +39,17 @@ func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return 
 func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 type stack struct {
-	store    *pricestore.Store
-	sim      *tronsim.Sim
-	provider *supply.ProviderServer
-	pricer   *pricer.Pricer
-	options  pricer.Options // the pricer's, for another pricer over the same sources
-	source   *pricecache.Source
-	brokers  []string
-	clock    *clock
-	reg      *prometheus.Registry
+	db        *testenv.DB
+	collector *supply.Collector
+	store     *pricestore.Store
+	sim       *tronsim.Sim
+	provider  *supply.ProviderServer
+	pricer    *pricer.Pricer
+	options   pricer.Options // the pricer's, for another pricer over the same sources
+	source    *pricecache.Source
+	brokers   []string
+	clock     *clock
+	reg       *prometheus.Registry
 }
 
 // poolStakeSun is the pool's energy stake: 1,000,000 TRX.
@@ -104,7 +107,8 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	src := pricecache.NewSource(rdb, pricecache.SourceOptions{Network: network.Mainnet, Key: prefix + "pricing", PollEvery: time.Hour, Now: clk.Now})
-	return &stack{store: store, sim: sim, provider: prov, pricer: p, options: opts, source: src, brokers: brokers, clock: clk, reg: reg}
+	return &stack{db: db, collector: collector, store: store, sim: sim, provider: prov, pricer: p, options: opts, source: src, brokers: brokers,
+		clock: clk, reg: reg}
 }
 
 func TestPricerPublishesASnapshotThatKafkaReadersAndTheEdgeSourceSee(t *testing.T) {
@@ -375,4 +379,54 @@ func metric(t *testing.T, g prometheus.Gatherer, name string) float64 {
 	}
 	t.Fatalf("metric %s not registered", name)
 	return 0
+}
+
+// A provider that answered "sold out" (the order processor records it) leaves the book
+// from the next cycle, and so does its stock from the supply acceptance may commit; it is
+// back once it delivers (or the cool-down passes, infra/supplystore).
+func TestRefusedProviderLeavesTheBookUntilItDelivers(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	p, err := pricer.New(pricer.Options{Network: network.Mainnet, Models: s.store, Now: s.clock.Now, Registerer: prometheus.NewRegistry(),
+		Supply: &supplystore.Refresher{Pool: s.db.Pool, Network: network.Mainnet, Collector: s.collector, Now: s.clock.Now}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	market := func() (listed, committable int64) {
+		t.Helper()
+		snap, err := p.Cycle(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range snap.Books[pricing.BookKey{Resource: pricing.Energy, Tier: pricing.Tier1h}].Levels {
+			if l.Class == pricing.ClassMarket {
+				listed += l.Amount
+			}
+		}
+		rows, err := supplystore.Rows(ctx, s.db.Pool, network.Mainnet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Resource == "energy" && r.Source == supplystore.Market(pricing.Tier1h) {
+				committable = r.Free
+			}
+		}
+		return listed, committable
+	}
+	if l, c := market(); l != 2_000_000 || c != 2_000_000 {
+		t.Fatalf("before the refusal: listed %d, committable %d", l, c)
+	}
+	if err := supplystore.RecordRefusal(ctx, s.db.Pool, network.Mainnet, "simmarket", s.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if l, c := market(); l != 0 || c != 0 {
+		t.Fatalf("after the refusal: listed %d, committable %d", l, c)
+	}
+	if err := supplystore.ClearRefusal(ctx, s.db.Pool, network.Mainnet, "simmarket"); err != nil {
+		t.Fatal(err)
+	}
+	if l, c := market(); l != 2_000_000 || c != 2_000_000 {
+		t.Fatalf("after a delivery: listed %d, committable %d", l, c)
+	}
 }

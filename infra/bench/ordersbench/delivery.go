@@ -332,6 +332,11 @@ func runDelivery(log *slog.Logger) (string, error) {
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
+	// Supply committed at acceptance (docs/orders.md): an order the supply cannot hold is
+	// refused at creation (5001 among the errors above), never accepted and failed later.
+	var lateShort int64
+	_ = p.setupPool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE status = 'failed' AND (failure->>'code')::int = 5001`).Scan(&lateShort)
+	say("orders accepted and later failed with 5001 (insufficient supply), whole run: %d (target 0)", lateShort)
 	return fmt.Sprintf("bench orders_delivered: %.0f orders/s, ratio %.2f vs pgbench TPC-B (%.0f tps); accept→broadcast p50 %.0f ms, p99 %.0f ms; accept→confirmed p99 %.0f ms at half capacity; block interval %.0f ms",
 		capacity, capacity/tps, tps, bp50, bp99, cp99, interval), nil
 }

@@ -50,6 +50,7 @@ func Acceptance(cfg config.Config, pool *pgxpool.Pool, prices *acceptance.Prices
 		ReceiverMaxEnergy:   cfg.Orders.ReceiverMaxEnergy,
 		ForbidProviderSpill: !cfg.Orders.AllowProviderSpill,
 		MarketProviders:     len(cfg.Pricing.Providers),
+		CommitSupply:        true, // the pricer stage refreshes the rows (pricerstage)
 		GroupCommitters:     groupCommitters(cfg.Orders.GroupCommitters),
 		Backlog:             backlog,
 		Signatures:          sigstore.New(pool, 0), // signed creations' signatures (1009 after a Redis loss)

@@ -17,6 +17,7 @@ import (
 	"rental/infra/pricestore"
 	"rental/infra/stages"
 	"rental/infra/supply"
+	"rental/infra/supplystore"
 	"rental/infra/tron"
 	"rental/processors/pricer"
 	"rental/schemas/pricing"
@@ -52,7 +53,9 @@ func Pricer(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, producer *
 		Network:   cfg.Network,
 		Models:    store,
 		Snapshots: store,
-		Supply:    Supply(cfg),
+		// Supply committed at acceptance is refreshed in the same cycle, before the snapshot
+		// it goes with is published; refused providers' offers are left out of both.
+		Supply: &supplystore.Refresher{Pool: pool, Network: cfg.Network, Collector: Supply(cfg)},
 		Delivered: func(ctx context.Context, since time.Time) (int64, error) {
 			return orderstore.DeliveredSince(ctx, pool, cfg.Network, since)
 		},
