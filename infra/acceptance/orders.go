@@ -23,6 +23,7 @@ import (
 	"rental/infra/idempotency"
 	"rental/infra/ledgerstore"
 	"rental/infra/orderstore"
+	"rental/infra/pg"
 	"rental/infra/quotes"
 	"rental/infra/sigstore"
 	"rental/infra/supplystore"
@@ -317,10 +318,12 @@ func (m *Orders) acceptInGroup(ctx context.Context, accountID string, req Reques
 // InTx runs fn in a transaction of the ledger's pool, begun with the idempotency store's
 // lock wait. Serialisation failures, deadlocks and lock waits beyond the bound between
 // concurrent creations become 4004 ledger_conflict: the transaction rolled back, nothing
-// was charged, and a retry at once may pass. Batch creation uses it too.
+// was charged, and a retry at once may pass. A session lost before COMMIT (a Postgres
+// shutdown ending it) is answered 9003 by the edge, not 9000 (pg.BeginTxFunc). Batch
+// creation uses it too.
 func (m *Orders) InTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	// The BEGIN also bounds the idempotency claim's lock wait (one round trip for both).
-	err := pgx.BeginTxFunc(ctx, m.o.Ledger.Pool(), pgx.TxOptions{BeginQuery: m.o.Idempotency.BeginQuery()}, fn)
+	err := pg.BeginTxFunc(ctx, m.o.Ledger.Pool(), pgx.TxOptions{BeginQuery: m.o.Idempotency.BeginQuery()}, fn)
 	var pe *pgconn.PgError
 	if err != nil && errors.As(err, &pe) && !isCatalogue(err) {
 		switch pe.Code {

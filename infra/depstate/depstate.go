@@ -6,8 +6,10 @@ package depstate
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,14 +65,20 @@ func (t *Tracker) Observe(err error) {
 func (t *Tracker) Down() bool { return t.down.Load() }
 
 // NothingStored reports whether err proves that the failed call reached no store: the
-// connection could not be made (Postgres refusing connections, Redis down) or the
-// statement was never sent (pgconn.SafeToRetry). A request whose only failure is such an
+// connection could not be made (Postgres refusing connections, Redis down), the statement
+// was never sent (pgconn.SafeToRetry), or the session was lost (the server ended it, as a
+// Postgres shutdown or restart does, or the connection broke) in a transaction marked
+// Uncommitted, whose COMMIT was never sent, so the server rolled it back. A request whose only failure is such an
 // error changed nothing in that call, so it may be answered "retry later" (9003) rather
 // than "outcome unknown" (9000). An error after a statement was sent (a COMMIT whose
 // answer was lost) is not such an error.
 func NothingStored(err error) bool {
 	if err == nil {
 		return false
+	}
+	var u uncommitted
+	if errors.As(err, &u) && sessionLost(err) {
+		return true
 	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {
@@ -81,4 +89,31 @@ func NothingStored(err error) bool {
 		return true
 	}
 	return pgconn.SafeToRetry(err)
+}
+
+// uncommitted marks an error a transaction met before its COMMIT was sent.
+type uncommitted struct{ error }
+
+func (u uncommitted) Unwrap() error { return u.error }
+
+// Uncommitted marks err (nil stays nil) as met by a transaction before its COMMIT was
+// sent: the transaction's writes did not take effect. NothingStored then counts a lost
+// session as nothing stored; any other error keeps its meaning (a defect stays 9000).
+func Uncommitted(err error) error {
+	if err == nil {
+		return nil
+	}
+	return uncommitted{err}
+}
+
+// sessionLost reports an error that ended the database session: the server's own
+// termination (SQLSTATE class 57P: admin shutdown, crash shutdown, cannot connect now;
+// class 08: connection exception) or a broken connection (network error, EOF).
+func sessionLost(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "08")
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
 }

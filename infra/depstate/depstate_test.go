@@ -3,6 +3,8 @@ package depstate
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -39,5 +41,26 @@ func TestNothingStored(t *testing.T) {
 	}
 	if !NothingStored(&pgconn.ConnectError{}) {
 		t.Fatal("a refused connection is nothing stored")
+	}
+}
+
+// A session the server ended (57P01, as a Postgres shutdown does) counts as nothing stored
+// only in a transaction marked Uncommitted; other errors keep their meaning there.
+func TestNothingStoredBeforeCommit(t *testing.T) {
+	shutdown := fmt.Errorf("insert: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"})
+	if NothingStored(shutdown) {
+		t.Fatal("a session ended at an unknown point (COMMIT included) counted as nothing stored")
+	}
+	if !NothingStored(Uncommitted(shutdown)) {
+		t.Fatal("a session ended before COMMIT was sent is nothing stored")
+	}
+	if !NothingStored(Uncommitted(fmt.Errorf("read: %w", io.ErrUnexpectedEOF))) {
+		t.Fatal("a connection broken before COMMIT was sent is nothing stored")
+	}
+	if NothingStored(Uncommitted(&pgconn.PgError{Code: "23505"})) || NothingStored(Uncommitted(errors.New("a defect"))) {
+		t.Fatal("an error that is not a lost session counted as a dependency outage")
+	}
+	if Uncommitted(nil) != nil {
+		t.Fatal("Uncommitted(nil) is not nil")
 	}
 }

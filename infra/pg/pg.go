@@ -18,6 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+
+	"rental/infra/depstate"
 )
 
 //go:embed migrations/*.sql
@@ -149,6 +151,29 @@ func migrateDB(ctx context.Context, db *sql.DB) ([]string, error) {
 		applied = append(applied, r.Source.Path)
 	}
 	return applied, nil
+}
+
+// TxBeginner is what BeginTxFunc begins a transaction on (*pgxpool.Pool, *pgx.Conn).
+type TxBeginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// BeginTxFunc is pgx.BeginTxFunc with every error met before COMMIT was sent (BEGIN's,
+// fn's) marked depstate.Uncommitted: the transaction's writes did not take effect, so a
+// lost session there means nothing was stored. COMMIT's own error stays unmarked: its
+// outcome is unknown.
+func BeginTxFunc(ctx context.Context, db TxBeginner, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
+	tx, err := db.BeginTx(ctx, opts)
+	if err != nil {
+		return depstate.Uncommitted(err)
+	}
+	if err := fn(tx); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+		return depstate.Uncommitted(err)
+	}
+	return tx.Commit(ctx)
 }
 
 // InTx runs fn in a transaction and commits it when fn returns nil. Retries belong to the
