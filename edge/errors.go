@@ -58,7 +58,10 @@ func (s *Server) writeErrorStatus(rc *fasthttp.RequestCtx, err error, e *apierr.
 	if e.Code == apierr.InternalError || msg == "" {
 		msg = e.Code.Desc
 	}
-	if status >= 500 && err != nil {
+	// Only internal failures are logged: a catalogue 5xx (5001, 5003, 5050, ...) is an
+	// expected answer, counted by the request metrics, and logging each one floods the
+	// log in exactly the outages an operator reads it in.
+	if e.Code == apierr.InternalError && err != nil {
 		s.log.Error("edge: request failed", "request_id", id, "code", e.Code.Code,
 			"method", string(rc.Method()), "path", string(rc.Path()), "err", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"rental/infra/depstate"
 	"rental/infra/metrics"
 	"rental/infra/pg"
 )
@@ -72,6 +73,10 @@ type Relay struct {
 	backlog   prometheus.Gauge
 	age       prometheus.Gauge
 	failures  prometheus.Counter
+	// One log line per change of state (with the count of failures meanwhile), not one per
+	// failed poll: the poll runs every PollEvery (10 ms) through a database outage.
+	store      *depstate.Tracker
+	publishing *depstate.Tracker
 }
 
 // NewRelay validates the options and registers the metrics.
@@ -102,9 +107,11 @@ func NewRelay(o RelayOptions) (*Relay, error) {
 		log = slog.Default()
 	}
 	return &Relay{
-		o:     o,
-		log:   log.With("stage", "relay"),
-		sched: newScheduler(),
+		o:          o,
+		log:        log.With("stage", "relay"),
+		sched:      newScheduler(),
+		store:      depstate.New("postgres (outbox)", log.With("stage", "relay")),
+		publishing: depstate.New("outbox publishing", log.With("stage", "relay")),
 		published: metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rental_outbox_published_total",
 			Help: "Outbox rows published to Kafka and marked published, by topic.",
@@ -161,12 +168,13 @@ func (r *Relay) work(ctx context.Context) {
 		}
 		if err != nil {
 			r.failures.Inc()
-			r.log.Warn("publishing outbox shards failed; will retry", "shards", shards, "err", err)
+			r.publishing.Observe(fmt.Errorf("shards %v: %w", shards, err))
 			for _, s := range shards {
 				r.sched.markAfter(s, time.Second)
 			}
 			continue
 		}
+		r.publishing.Observe(nil)
 		// Another relay holds these; it may have read them before the row that woke us
 		// committed. Look again shortly rather than wait for the sweep.
 		for _, s := range busy {
@@ -310,11 +318,14 @@ func (r *Relay) poll(ctx context.Context) {
 			WHERE EXISTS (SELECT 1 FROM outbox WHERE shard = s AND published_at IS NULL)`, Shards)
 		if err != nil {
 			if ctx.Err() == nil {
-				r.log.Warn("outbox poll failed", "err", err)
+				r.store.Observe(err)
 			}
 			continue
 		}
 		shards, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if ctx.Err() == nil {
+			r.store.Observe(err)
+		}
 		if err != nil {
 			continue
 		}
@@ -339,7 +350,7 @@ func (r *Relay) sweep(ctx context.Context) {
 			FROM (SELECT created_at FROM outbox WHERE published_at IS NULL LIMIT 100000) b`).Scan(&count, &age)
 		if err != nil {
 			if ctx.Err() == nil {
-				r.log.Warn("outbox backlog query failed", "err", err)
+				r.store.Observe(err)
 			}
 			continue
 		}
@@ -359,8 +370,8 @@ func (r *Relay) prune(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if _, err := Prune(ctx, r.o.Pool, r.o.PruneAfter); err != nil && ctx.Err() == nil {
-			r.log.Warn("outbox prune failed", "err", err)
+		if _, err := Prune(ctx, r.o.Pool, r.o.PruneAfter); ctx.Err() == nil {
+			r.store.Observe(err)
 		}
 	}
 }

@@ -33,6 +33,7 @@ import (
 
 	"rental/infra/acceptance"
 	"rental/infra/batchstore"
+	"rental/infra/depstate"
 	"rental/infra/kafka"
 	"rental/infra/metrics"
 	"rental/infra/orderstore"
@@ -90,6 +91,9 @@ type Flow struct {
 	outcomes   *prometheus.CounterVec
 	finished   *prometheus.CounterVec
 	errs       prometheus.Counter
+	// placing logs one line when placements start failing (a database outage fails every
+	// worker's every try) and one with the count when one succeeds again.
+	placing *depstate.Tracker
 }
 
 // New checks the options and registers the metrics.
@@ -119,6 +123,7 @@ func New(o Options) (*Flow, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	f := &Flow{o: o, log: o.Logger.With("stage", "batchflow")}
+	f.placing = depstate.New("batch placement", f.log)
 	f.placements = metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "batchflow_placements_total",
 		Help: "Batch receivers the processor handled, by result: placed, refused (final outcome), retry (1101, 4004, database error).",
@@ -175,9 +180,11 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 func (f *Flow) work(ctx context.Context) error {
 	for ctx.Err() == nil {
 		did, err := f.PlaceNext(ctx)
-		if err != nil && ctx.Err() == nil {
-			f.errs.Inc()
-			f.log.Warn("placing a batch receiver failed; it is retried", "err", err)
+		if ctx.Err() == nil {
+			if err != nil {
+				f.errs.Inc()
+			}
+			f.placing.Observe(err) // failed receivers are retried
 		}
 		wait := f.o.PlaceEvery
 		if !did || err != nil {
