@@ -224,6 +224,9 @@ func answerKey(a attempt) string {
 	if a.code == 0 {
 		return fmt.Sprint(a.status)
 	}
+	if a.reason != "" {
+		return fmt.Sprintf("%d %d %s", a.status, a.code, a.reason)
+	}
 	return fmt.Sprintf("%d %d", a.status, a.code)
 }
 

@@ -40,8 +40,9 @@ type account struct {
 // attempt is one answer (or its absence) to POST /v1/orders, as the client's transport saw it.
 type attempt struct {
 	at     time.Time
-	status int // 0: no answer (connection refused, reset, timeout)
-	code   int // the envelope's code, 0 for 2xx or no answer
+	status int    // 0: no answer (connection refused, reset, timeout)
+	code   int    // the envelope's code, 0 for 2xx or no answer
+	reason string // the envelope's details.reason, when it has one
 }
 
 // recorder is the clients' transport: it forwards and records every order attempt.
@@ -51,7 +52,10 @@ type recorder struct {
 	log  []attempt
 }
 
-var codeRE = regexp.MustCompile(`"code"\s*:\s*([0-9]+)`)
+var (
+	codeRE   = regexp.MustCompile(`"code"\s*:\s*([0-9]+)`)
+	reasonRE = regexp.MustCompile(`"reason"\s*:\s*"([a-z_]+)"`)
+)
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.next.RoundTrip(req)
@@ -68,6 +72,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 			if rerr == nil {
 				if m := codeRE.FindSubmatch(b); m != nil {
 					a.code, _ = strconv.Atoi(string(m[1]))
+				}
+				if m := reasonRE.FindSubmatch(b); m != nil {
+					a.reason = string(m[1])
 				}
 			}
 		}
