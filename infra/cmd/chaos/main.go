@@ -12,8 +12,8 @@
 //
 // Load: CHAOS_ACCOUNTS accounts, each with a signed API key and credited 1,000,000 TRX
 // through the ledger, send CHAOS_RATE orders per second in total (65,000 energy to one of
-// CHAOS_RECEIVERS activated receivers; one order in five for 5 minutes, the others for an
-// hour). Each order is sent as a careful client would: infra/client's CreateOrder (retries
+// CHAOS_RECEIVERS activated receivers; every other order for 5 minutes while its expiry
+// still falls within the load, the others for an hour). Each order is sent as a careful client would: infra/client's CreateOrder (retries
 // 429, 5xx and network errors with the same client_order_id, then looks the order up by
 // client_order_id) and, while the outcome is still unknown or the service keeps failing,
 // CreateOrder again with the same client_order_id until a definite answer.
@@ -58,7 +58,7 @@
 //
 // It exits 1 when any of L, D, C, G, S is not zero (or the soak itself failed).
 //
-// Settings (environment): CHAOS_DURATION (2m, the load), CHAOS_RATE (15 orders/s),
+// Settings (environment): CHAOS_DURATION (2m, the load; at most 50m), CHAOS_RATE (12 orders/s),
 // CHAOS_ACCOUNTS (20), CHAOS_RECEIVERS (300), CHAOS_FAULTS (all kinds above, comma
 // separated), CHAOS_OUTAGE (10s), CHAOS_BLOCK_INTERVAL (1s), CHAOS_CONFIRMATIONS (4),
 // CHAOS_SETTLE (3m), CHAOS_DIR (work directory; default a temporary one, removed after a
@@ -136,7 +136,7 @@ func loadSettings() (settings, error) {
 		outage:        dur("CHAOS_OUTAGE", 10*time.Second),
 		blockInterval: dur("CHAOS_BLOCK_INTERVAL", time.Second),
 		settle:        dur("CHAOS_SETTLE", 3*time.Minute),
-		rate:          float64(num("CHAOS_RATE", 15)),
+		rate:          float64(num("CHAOS_RATE", 12)),
 		accounts:      num("CHAOS_ACCOUNTS", 20),
 		receivers:     num("CHAOS_RECEIVERS", 300),
 		confirmations: num("CHAOS_CONFIRMATIONS", 4),
@@ -157,6 +157,10 @@ func loadSettings() (settings, error) {
 			}
 			s.faults = append(s.faults, f)
 		}
+	}
+	// Hour-long orders must not expire while the soak settles and checks.
+	if s.duration > 50*time.Minute {
+		errs = append(errs, "CHAOS_DURATION: at most 50m (the load's hour-long orders must still run when it checks)")
 	}
 	if len(errs) > 0 {
 		return s, errors.New(strings.Join(errs, "; "))
