@@ -46,7 +46,7 @@ type attempt struct {
 	at     time.Time
 	status int    // 0: no answer (connection refused, reset, timeout)
 	code   int    // the envelope's code, 0 for 2xx or no answer
-	reason string // the envelope's details.reason, when it has one
+	reason string // the envelope's details.reason, else its field, when it has one
 }
 
 // recorder is the clients' transport: it forwards and records every order attempt.
@@ -59,6 +59,7 @@ type recorder struct {
 var (
 	codeRE   = regexp.MustCompile(`"code"\s*:\s*([0-9]+)`)
 	reasonRE = regexp.MustCompile(`"reason"\s*:\s*"([a-z_]+)"`)
+	fieldRE  = regexp.MustCompile(`"field"\s*:\s*"([a-z_.]+)"`)
 )
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -79,6 +80,8 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 				}
 				if m := reasonRE.FindSubmatch(b); m != nil {
 					a.reason = string(m[1])
+				} else if m := fieldRE.FindSubmatch(b); m != nil {
+					a.reason = "field " + string(m[1])
 				}
 			}
 		}

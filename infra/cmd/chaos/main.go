@@ -61,8 +61,10 @@
 // Settings (environment): CHAOS_DURATION (2m, the load; at most 50m), CHAOS_RATE (12 orders/s),
 // CHAOS_ACCOUNTS (20), CHAOS_RECEIVERS (300), CHAOS_FAULTS (all kinds above, comma
 // separated), CHAOS_OUTAGE (10s), CHAOS_BLOCK_INTERVAL (1s), CHAOS_CONFIRMATIONS (4),
-// CHAOS_SETTLE (3m), CHAOS_DIR (work directory; default a temporary one, removed after a
-// clean run), CHAOS_DEVSTACK (a dev stack binary to use instead of building one).
+// CHAOS_SETTLE (3m), CHAOS_DIR (work directory with every process's log, kept; default a
+// temporary one, removed after a clean run), CHAOS_DEVSTACK (a dev stack binary to use
+// instead of building one). Postgres's files live in a temporary directory of their own,
+// removed after a clean run.
 package main
 
 import (
@@ -189,24 +191,27 @@ func run(log *slog.Logger) (string, bool, error) {
 		"faults", strings.Join(st.faults, ","), "dir", dir)
 
 	e, err := startEnv(ctx, st, dir, log)
-	if e != nil {
-		defer e.close()
-	}
 	if err != nil {
+		if e != nil {
+			e.close()
+		}
 		return "", false, fmt.Errorf("%w (logs in %s)", err, dir)
 	}
 	res, err := e.soak(ctx)
+	e.close() // every process the soak started ends here
 	if err != nil {
-		return "", false, fmt.Errorf("%w (logs in %s)", err, dir)
+		return "", false, fmt.Errorf("%w (logs in %s, Postgres data in %s)", err, dir, e.pg.dir)
 	}
+	// After a clean run only a CHAOS_DIR stays (the logs); otherwise everything stays for
+	// a post-mortem.
 	bad := res.lost+res.duplicated+res.chargedTwice+res.delegatedTwice+res.stuck > 0
 	if bad || e.unexpectedExits > 0 {
-		keep = true
-	}
-	if keep {
-		log.Info("work directory kept", "dir", dir)
+		log.Info("work directory kept", "dir", dir, "postgres_data", e.pg.dir)
 	} else {
-		defer os.RemoveAll(dir)
+		_ = os.RemoveAll(e.pg.dir)
+		if !keep {
+			_ = os.RemoveAll(dir)
+		}
 	}
 	return fmt.Sprintf("chaos: %d orders, %d faults, %d lost, %d duplicated, %d charged twice, %d delegated twice, %d stuck",
 		res.orders, res.faults, res.lost, res.duplicated, res.chargedTwice, res.delegatedTwice, res.stuck), bad, nil

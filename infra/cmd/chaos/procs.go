@@ -162,6 +162,7 @@ func waitRedis(ctx context.Context, addr string, within time.Duration) error {
 type pgServer struct {
 	*proc
 	addr string
+	dir  string // data directory and socket, under the system's temporary directory
 }
 
 // findPGBin finds initdb and postgres: on PATH, else the newest /usr/lib/postgresql/*/bin.
@@ -204,20 +205,26 @@ func asPostgresUser(cmd *exec.Cmd, dirs ...string) error {
 	return nil
 }
 
-func newPostgres(dir string) (*pgServer, error) {
+// newPostgres initialises the cluster. Its files live in a directory of their own under
+// the system's temporary directory (the postgres user must reach them, and a work directory
+// may sit below directories only its owner can enter); its log goes to logDir.
+func newPostgres(logDir string) (*pgServer, error) {
 	initdb, postgres, err := findPGBin()
 	if err != nil {
 		return nil, err
 	}
-	data, sock := filepath.Join(dir, "pgdata"), filepath.Join(dir, "pgsock")
+	dir, err := os.MkdirTemp("", "chaos-pg-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	data, sock := filepath.Join(dir, "data"), filepath.Join(dir, "sock")
 	for _, d := range []string{data, sock} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}
-	}
-	// The postgres user must be able to reach the work directory.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, err
 	}
 	cmd := exec.Command(initdb, "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
 	if err := asPostgresUser(cmd, data, sock); err != nil {
@@ -230,7 +237,7 @@ func newPostgres(dir string) (*pgServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &proc{name: "postgres", logPath: filepath.Join(dir, "postgres.log"), mk: func() *exec.Cmd {
+	p := &proc{name: "postgres", logPath: filepath.Join(logDir, "postgres.log"), mk: func() *exec.Cmd {
 		// fsync off: the faults are process crashes, after which the kernel still has every
 		// write; only a machine crash would need fsync, and the soak does not simulate one.
 		c := exec.Command(postgres, "-D", data, "-p", port(addr), "-k", sock,
@@ -238,7 +245,7 @@ func newPostgres(dir string) (*pgServer, error) {
 		_ = asPostgresUser(c)
 		return c
 	}}
-	return &pgServer{proc: p, addr: addr}, nil
+	return &pgServer{proc: p, addr: addr, dir: dir}, nil
 }
 
 func (s *pgServer) url(db string) string {
