@@ -15,6 +15,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"rental/infra/acceptance"
 	"rental/infra/chainread"
 	"rental/infra/tron"
 	"rental/schemas/apierr"
@@ -173,7 +174,7 @@ func (m *TransferEstimates) post(ctx context.Context, rc *fasthttp.RequestCtx) e
 
 	snap, ok := m.o.Snapshots.Current()
 	if !ok || snap.Network != m.o.Network {
-		return apierr.ChainUnavailable.New("prices are not available yet; retry shortly").With("reason", "no_price_snapshot")
+		return apierr.ChainUnavailable.New("prices are not available yet; retry shortly").With("reason", "no_price_snapshot").WithRetryAfter(acceptance.SnapshotRetryAfter)
 	}
 	// The tier must be on sale before the node is asked anything.
 	if _, err := snap.Price(pricing.Energy, tier, minAmount(snap, tier)); err != nil {

@@ -76,12 +76,20 @@ func buildSnapshot(t testing.TB, at time.Time) pricing.Snapshot {
 	return s
 }
 
-// fixedSnapshots is a SnapshotSource holding what the test put there.
+// fixedSnapshots is a SnapshotSource holding what the test put there, or reading the
+// source the test named with from (a real pricecache.Source).
 type fixedSnapshots struct {
-	p atomic.Pointer[pricing.Snapshot]
+	p    atomic.Pointer[pricing.Snapshot]
+	from atomic.Pointer[pricing.SnapshotSource]
 }
 
+// use makes Current read src from now on.
+func (f *fixedSnapshots) use(src pricing.SnapshotSource) { f.from.Store(&src) }
+
 func (f *fixedSnapshots) Current() (pricing.Snapshot, bool) {
+	if src := f.from.Load(); src != nil {
+		return (*src).Current()
+	}
 	s := f.p.Load()
 	if s == nil {
 		return pricing.Snapshot{}, false

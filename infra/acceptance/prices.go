@@ -82,20 +82,29 @@ func (m *Prices) Network() network.Network { return m.o.Network }
 // Snapshot returns the snapshot to price from: 503 5003 chain_unavailable while there is
 // none, when it is past its valid_until (the pricer stopped publishing; prices past
 // their validity are not served, least of all locked into quotes) or of another network.
+// Each carries Retry-After (SnapshotRetryAfter): the snapshot source polls once a second.
 func (m *Prices) Snapshot() (pricing.Snapshot, error) {
 	s, ok := m.o.Snapshots.Current()
 	switch {
 	case !ok:
-		return s, apierr.ChainUnavailable.New("prices are not available yet; retry shortly").With("reason", "no_price_snapshot")
+		return s, apierr.ChainUnavailable.New("prices are not available yet; retry shortly").With("reason", "no_price_snapshot").
+			WithRetryAfter(SnapshotRetryAfter)
 	case s.Network != m.o.Network:
 		m.log.Error("pricing snapshot of another network ignored", "snapshot", s.Network, "edge", m.o.Network)
-		return s, apierr.ChainUnavailable.New("prices are not available; retry shortly").With("reason", "no_price_snapshot")
+		return s, apierr.ChainUnavailable.New("prices are not available; retry shortly").With("reason", "no_price_snapshot").
+			WithRetryAfter(SnapshotRetryAfter)
 	case m.o.Now().After(s.ValidUntil):
 		return s, apierr.ChainUnavailable.New("prices are being refreshed; retry shortly").
-			With("reason", "price_snapshot_stale").With("valid_until", events.FormatTime(s.ValidUntil))
+			With("reason", "price_snapshot_stale").With("valid_until", events.FormatTime(s.ValidUntil)).
+			WithRetryAfter(SnapshotRetryAfter)
 	}
 	return s, nil
 }
+
+// SnapshotRetryAfter is the Retry-After (seconds) of 5003 without a fresh snapshot and of
+// 5003 when the receiver's activation could not be read: the snapshot source reads Redis,
+// or Postgres after a Redis loss, every second, and a failed node read is not cached.
+const SnapshotRetryAfter = 1
 
 // Activation is one answer of ActivationCache.Activated: Known is false when the node
 // could not be read.
@@ -173,7 +182,7 @@ func (m *Prices) Price(ctx context.Context, req PriceRequest, binding bool) (Pri
 			p.Activated = &activated
 		case binding:
 			return Priced{}, apierr.ChainUnavailable.New("the receiver's activation could not be read from the chain; retry shortly").
-				WithField("receiver")
+				WithField("receiver").WithRetryAfter(SnapshotRetryAfter)
 		}
 		if a.Known && !a.Activated && req.Resource != pricing.Activation {
 			fee, err := s.ActivationPriceSun()

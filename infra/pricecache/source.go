@@ -17,17 +17,32 @@ import (
 	"rental/schemas/pricing"
 )
 
+// Durable is the Postgres copy of the latest snapshot record (the pricer writes it every
+// cycle next to the Redis one); *pricestore.Store satisfies it. A nil record means none.
+type Durable interface {
+	LatestSnapshot(ctx context.Context, n network.Network) ([]byte, error)
+}
+
 // Source is the edge's pricing.SnapshotSource: it keeps the latest snapshot in memory,
 // updated from the Writer's PUBLISH at once and from a GET of the key every PollEvery
-// as a fallback (a missed message, a restart of Redis or of the edge). Current is an atomic
-// load: requests never touch Redis or Postgres.
+// as a fallback (a missed message, a restart of Redis or of the edge). When that GET fails
+// (Redis down) or finds no fresh snapshot (Redis flushed or restarted empty, a reader
+// started during the outage), the same poll reads the Durable copy in Postgres, so prices
+// survive a Redis loss for as long as the pricer keeps writing. Current is an atomic
+// load: requests never touch Redis or Postgres, whatever the source read last.
 type Source struct {
 	client  *redis.Client
+	durable Durable
+	network network.Network
 	key     string
 	channel string
 	every   time.Duration
 	now     func() time.Time
 	log     *slog.Logger
+
+	redisDown   atomic.Bool  // the last GET failed (logged once per state change)
+	redisFailed atomic.Int64 // failed GETs in the current outage
+	blind       atomic.Bool  // stale and no source readable (logged once per state change)
 
 	cur  atomic.Pointer[pricing.Snapshot]
 	last atomic.Pointer[[]byte] // raw bytes of cur, to skip identical payloads cheaply
@@ -43,8 +58,10 @@ type SourceOptions struct {
 	Key       string        // default DefaultKey(Network)
 	Channel   string        // default Key + ":updates"
 	PollEvery time.Duration // default 1 s
-	Now       func() time.Time
-	Logger    *slog.Logger
+	// Durable is read when Redis fails or has no fresh snapshot; nil: Redis only.
+	Durable Durable
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 // NewSource returns a source; call Run to fill it.
@@ -59,8 +76,8 @@ func NewSource(client *redis.Client, o SourceOptions) *Source {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Source{client: client, key: o.Key, channel: o.Channel, every: o.PollEvery, now: o.Now, log: o.Logger,
-		ready: make(chan struct{})}
+	return &Source{client: client, durable: o.Durable, network: o.Network, key: o.Key, channel: o.Channel,
+		every: o.PollEvery, now: o.Now, log: o.Logger, ready: make(chan struct{})}
 }
 
 // Current returns the latest snapshot. ok is false before the first one arrived and once the
@@ -74,17 +91,61 @@ func (s *Source) Current() (pricing.Snapshot, bool) {
 	return *p, true
 }
 
-// Refresh reads the key once. Run calls it; tests and start-up code may call it to wait for a
-// first snapshot deterministically.
+// Refresh reads the key once and, when Redis failed or holds no fresh snapshot, the Durable
+// copy. It fails only when no source could be read. Run calls it; tests and start-up code
+// may call it to wait for a first snapshot deterministically.
 func (s *Source) Refresh(ctx context.Context) error {
-	b, err := s.client.Get(ctx, s.key).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil
+	b, rerr := s.client.Get(ctx, s.key).Bytes()
+	switch {
+	case rerr == nil:
+		s.redisUp()
+		if err := s.accept(b); err != nil {
+			s.log.Warn("pricing snapshot: bad record in redis", "err", err)
+		}
+	case errors.Is(rerr, redis.Nil):
+		s.redisUp()
+		rerr = nil
+	default:
+		s.redisFailure(rerr)
 	}
+	if s.durable == nil || (rerr == nil && s.fresh()) {
+		return rerr
+	}
+	d, err := s.durable.LatestSnapshot(ctx, s.network)
 	if err != nil {
-		return err
+		return errors.Join(rerr, err)
 	}
-	return s.accept(b)
+	if d != nil {
+		if err := s.accept(d); err != nil {
+			return errors.Join(rerr, err)
+		}
+	}
+	return nil
+}
+
+// fresh reports whether the held snapshot may be served now.
+func (s *Source) fresh() bool {
+	_, ok := s.Current()
+	return ok
+}
+
+// redisFailure counts a failed GET; the first of an outage is logged.
+func (s *Source) redisFailure(err error) {
+	s.redisFailed.Add(1)
+	if !s.redisDown.Swap(true) {
+		msg := "pricing snapshot: redis unavailable; reading the snapshot from postgres"
+		if s.durable == nil {
+			msg = "pricing snapshot: redis unavailable; keeping the snapshot held"
+		}
+		s.log.Warn(msg, "err", err)
+	}
+}
+
+// redisUp ends an outage, logging it once with the count of failed reads.
+func (s *Source) redisUp() {
+	if s.redisDown.Swap(false) {
+		s.log.Info("pricing snapshot: redis available again", "failed_reads", s.redisFailed.Swap(0))
+	}
 }
 
 // accept installs a payload if it is newer than the snapshot held (messages and polls can
@@ -155,7 +216,7 @@ func (s *Source) Run(ctx context.Context) error {
 	}
 	msgs := sub.Channel()
 	if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
-		s.log.Warn("pricing snapshot: redis read failed", "err", err)
+		s.log.Warn("pricing snapshot: no source could be read", "err", err)
 	}
 	close(s.ready)
 	t := time.NewTicker(s.every)
@@ -172,8 +233,17 @@ func (s *Source) Run(ctx context.Context) error {
 				s.log.Warn("pricing snapshot: bad published record", "err", err)
 			}
 		case <-t.C:
-			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn("pricing snapshot: redis read failed", "err", err)
+			// Redis failures are logged per state change by Refresh; no fresh snapshot with
+			// no source readable (Redis and Postgres both down) is logged once too.
+			err := s.Refresh(ctx)
+			switch {
+			case ctx.Err() != nil:
+			case err != nil && !s.fresh():
+				if !s.blind.Swap(true) {
+					s.log.Error("pricing snapshot: no fresh snapshot and no source could be read; prices answer 5003", "err", err)
+				}
+			case err == nil && s.blind.Swap(false):
+				s.log.Info("pricing snapshot: a source answers again")
 			}
 		}
 	}

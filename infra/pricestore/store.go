@@ -1,5 +1,6 @@
 // Package pricestore keeps the price model (schemas/pricing.Model) in Postgres, one per
-// network, in the tables of migration 00006_pricing.sql. The pricer loads it every cycle, so
+// network, in the tables of migration 00006_pricing.sql, and the pricer's latest snapshot
+// (price_snapshots, 00023; snapshot.go). The pricer loads the model every cycle, so
 // an operator's change is in force from the next snapshot on, without a deploy. Operators
 // change it with the pricer binary's admin commands (processors/cmd/pricer: show, set-price,
 // pause, ...) which call the methods below, or with plain SQL (docs/pricing.md); every change

@@ -616,13 +616,16 @@ func checkSignature(rec *txRecord) error {
 // expiration is head time + 60 s of chain time; timestamp is the wall clock in
 // milliseconds, as java-tron stamps it (System.currentTimeMillis), so two identical
 // contracts built within one block are different transactions unless built in the same
-// millisecond.
+// millisecond (Options.StampHeadTime stamps the head's time instead).
 func (s *Sim) refBlockLocked(r *tron.RawData) {
 	h := s.head()
 	r.RefBlockBytes = append([]byte(nil), byte(h.Num>>8), byte(h.Num))
 	r.RefBlockHash = append([]byte(nil), h.ID[8:16]...)
 	r.Expiration = h.Time + 60_000
 	r.Timestamp = time.Now().UnixMilli()
+	if s.opts.StampHeadTime {
+		r.Timestamp = h.Time
+	}
 }
 
 // newRecord decodes a transaction as java-tron's broadcast does: the raw_data JSON is

@@ -74,6 +74,12 @@ type Options struct {
 	// SolidLag is how far /walletsolidity trails the head (default 19 blocks, about
 	// what java-tron's solidified block trails on mainnet).
 	SolidLag int64
+	// StampHeadTime stamps every built transaction with the head block's time instead of
+	// the wall clock in milliseconds (java-tron's System.currentTimeMillis): a node that
+	// does so builds byte-identical transactions for identical contracts within one block.
+	// Tests of the service's own uniqueness (orderflow's uniqueStamp) set it; false is
+	// java-tron's behaviour.
+	StampHeadTime bool
 	// Logger receives one line when listening and one per notable event; nil discards.
 	Logger *slog.Logger
 }

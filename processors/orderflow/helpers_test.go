@@ -83,6 +83,12 @@ func newEnvOn(t *testing.T, nw network.Network, extra []tronsim.GenesisAccount, 
 // newEnvBroker is newEnvOn over a broker the test made (testenv.Kafka with options).
 func newEnvBroker(t *testing.T, nw network.Network, extra []tronsim.GenesisAccount, brokers string, stakesTRX ...int64) *env {
 	t.Helper()
+	return newEnvSim(t, nw, extra, brokers, nil, stakesTRX...)
+}
+
+// newEnvSim is newEnvBroker with the simulator's options changed by simOpts (nil: none).
+func newEnvSim(t *testing.T, nw network.Network, extra []tronsim.GenesisAccount, brokers string, simOpts func(*tronsim.Options), stakesTRX ...int64) *env {
+	t.Helper()
 	if len(stakesTRX) == 0 {
 		stakesTRX = []int64{10_000_000}
 	}
@@ -94,7 +100,11 @@ func newEnvBroker(t *testing.T, nw network.Network, extra []tronsim.GenesisAccou
 		genesis = append(genesis, tronsim.GenesisAccount{Address: k.Address(), BalanceSun: 1_000 * tron.SunPerTRX, StakeEnergySun: s * tron.SunPerTRX,
 			StakeBandwidthSun: s * tron.SunPerTRX})
 	}
-	c := chainstack.Start(t, e.db.Pool, e.brokers, nw, genesis)
+	var opts []func(*tronsim.Options)
+	if simOpts != nil {
+		opts = append(opts, simOpts)
+	}
+	c := chainstack.Start(t, e.db.Pool, e.brokers, nw, genesis, opts...)
 	e.sim, e.simURL, e.node = c.Sim, c.URL, c.Node
 	var err error
 	e.ledger, err = ledgerstore.New(e.db.Pool, ledgerstore.Options{Network: nw, Now: e.clock.Now})

@@ -2,13 +2,15 @@
 // operator's change is live from the next cycle, without a deploy), collects supply (own pool,
 // market providers, deep reserve), builds a pricing.Snapshot and publishes it
 //
+//   - to Postgres (the latest record of the network, infra/pricestore SaveSnapshot), the copy
+//     that outlives a Redis loss: readers fall back to it when Redis has no fresh snapshot;
 //   - to Redis (SET of the latest record plus PUBLISH of the same bytes, infra/pricecache),
 //     which the edge's pricecache.Source keeps in memory so that requests never wait on
 //     Redis or Postgres; and
 //   - to the compacted Kafka topic topics.MarketData (key "snapshot"), the market-data product
 //     for data teams.
 //
-// Neither write goes through the outbox: a snapshot is a derived cache recomputed from the
+// No write goes through the outbox: a snapshot is a derived cache recomputed from the
 // model and the chain every cycle, not a money fact. Losing one costs nothing (the next cycle
 // replaces it) and a duplicate is harmless on a compacted latest-value topic; what must not be
 // lost (orders, charges) never depends on having received a particular snapshot: an order is
@@ -37,6 +39,11 @@ import (
 	"rental/schemas/topics"
 )
 
+// SnapshotStore keeps the latest snapshot record in Postgres; *pricestore.Store satisfies it.
+type SnapshotStore interface {
+	SaveSnapshot(ctx context.Context, n network.Network, asOf, validUntil time.Time, record []byte) error
+}
+
 // ModelSource loads the price model; *pricestore.Store satisfies it.
 type ModelSource interface {
 	Load(ctx context.Context, n network.Network) (pricing.Model, error)
@@ -57,6 +64,9 @@ type Options struct {
 	Supply  SupplySource
 	// Delivered feeds delivered_today; nil reports 0 (no order pipeline yet).
 	Delivered DeliveredFunc
+	// Snapshots keeps each snapshot in Postgres (the copy readers fall back to after a Redis
+	// loss); nil skips it.
+	Snapshots SnapshotStore
 	// Producer publishes to topics.MarketData; nil skips Kafka.
 	Producer *kgo.Client
 	// Redis receives the latest record under RedisKey and on RedisChannel (infra/pricecache);
@@ -157,8 +167,9 @@ func (p *Pricer) Run(ctx context.Context) error {
 
 // Cycle computes and publishes one snapshot and returns it. The model that fails to load or
 // validate is replaced by the last good one (an operator's bad SQL edit must not stop
-// pricing); supply sources that fail are reported and skipped. Publishing to Redis and Kafka
-// are both attempted; the error joins their failures.
+// pricing); supply sources that fail are reported and skipped. Publishing to Postgres, Redis
+// and Kafka are each attempted (a Redis outage does not stop the Postgres copy); the error
+// joins their failures.
 func (p *Pricer) Cycle(ctx context.Context) (pricing.Snapshot, error) {
 	start := time.Now()
 	defer func() { p.cycleSeconds.Observe(time.Since(start).Seconds()) }()
@@ -220,6 +231,12 @@ func (p *Pricer) publish(ctx context.Context, snap pricing.Snapshot) error {
 		return fmt.Errorf("pricer: encode snapshot: %w", err)
 	}
 	var errs []error
+	if p.o.Snapshots != nil {
+		if err := p.o.Snapshots.SaveSnapshot(ctx, p.o.Network, snap.AsOf, snap.ValidUntil, body); err != nil {
+			p.failures.WithLabelValues("postgres").Inc()
+			errs = append(errs, fmt.Errorf("pricer: postgres: %w", err))
+		}
+	}
 	if p.cache != nil {
 		if err := p.cache.Put(ctx, body); err != nil {
 			p.failures.WithLabelValues("redis").Inc()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,6 +42,7 @@ type stack struct {
 	sim      *tronsim.Sim
 	provider *supply.ProviderServer
 	pricer   *pricer.Pricer
+	options  pricer.Options // the pricer's, for another pricer over the same sources
 	source   *pricecache.Source
 	brokers  []string
 	clock    *clock
@@ -93,15 +95,16 @@ func newStack(t *testing.T) *stack {
 	clk := &clock{t: time.Date(2026, 3, 10, 9, 0, 0, 0, time.UTC)} // "day", factor 1.00
 	reg := prometheus.NewRegistry()
 	store := pricestore.New(db.Pool)
-	p, err := pricer.New(pricer.Options{
-		Network: network.Mainnet, Models: store, Supply: collector, Producer: producer,
+	opts := pricer.Options{
+		Network: network.Mainnet, Models: store, Supply: collector, Producer: producer, Snapshots: store,
 		Redis: rdb, RedisKey: prefix + "pricing", Now: clk.Now, Registerer: reg,
-	})
+	}
+	p, err := pricer.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := pricecache.NewSource(rdb, pricecache.SourceOptions{Network: network.Mainnet, Key: prefix + "pricing", PollEvery: time.Hour, Now: clk.Now})
-	return &stack{store: store, sim: sim, provider: prov, pricer: p, source: src, brokers: brokers, clock: clk, reg: reg}
+	return &stack{store: store, sim: sim, provider: prov, pricer: p, options: opts, source: src, brokers: brokers, clock: clk, reg: reg}
 }
 
 func TestPricerPublishesASnapshotThatKafkaReadersAndTheEdgeSourceSee(t *testing.T) {
@@ -259,6 +262,70 @@ func TestPriceChangesAppearInTheNextSnapshotWithoutRestart(t *testing.T) {
 	m, err := s.store.Load(ctx, network.Mainnet)
 	if err != nil || m.Revision != got.ModelRevision {
 		t.Fatalf("revision %d after a refused edit, want %d (%v)", m.Revision, got.ModelRevision, err)
+	}
+}
+
+// With Redis down the pricer still writes each snapshot to Postgres (the cycle reports the
+// Redis failure), and a snapshot source over the dead Redis serves it from there until its
+// valid_until; an older snapshot (a second pricer behind in time) never replaces a newer one.
+func TestPricerKeepsTheSnapshotInPostgresWhileRedisIsDown(t *testing.T) {
+	s := newStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pr := testenv.NewRedisServer(t) // never started: Redis is down throughout
+	rdb := pr.Client()
+	t.Cleanup(func() { rdb.Close() })
+	o := s.options
+	o.Redis, o.RedisKey, o.Producer = rdb, "", nil
+	reg := prometheus.NewRegistry()
+	o.Registerer = reg
+	p, err := pricer.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := p.Cycle(ctx)
+	if err == nil || !strings.Contains(err.Error(), "redis") {
+		t.Fatalf("cycle with redis down: %v, want the redis failure reported", err)
+	}
+	if n := metric(t, reg, "pricer_cycle_failures_total"); n != 1 {
+		t.Fatalf("%v failures counted, want 1 (redis)", n)
+	}
+
+	src := pricecache.NewSource(rdb, pricecache.SourceOptions{Network: network.Mainnet, Durable: s.store, Now: s.clock.Now})
+	if err := src.Refresh(ctx); err != nil {
+		t.Fatalf("refresh with redis down and the snapshot in postgres: %v", err)
+	}
+	got, ok := src.Current()
+	if !ok || !got.AsOf.Equal(snap.AsOf) || got.ModelRevision != snap.ModelRevision {
+		t.Fatalf("source holds %v (ok %v), want the snapshot of %v", got.AsOf, ok, snap.AsOf)
+	}
+
+	// A pricer whose clock is behind writes an older snapshot: the stored one stays.
+	behind := o
+	behind.Registerer = prometheus.NewRegistry()
+	behind.Now = func() time.Time { return s.clock.Now().Add(-time.Second) }
+	pb, err := pricer.New(behind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.Cycle(ctx); err == nil {
+		t.Fatal("redis down, yet the cycle reported no failure")
+	}
+	fresh := pricecache.NewSource(rdb, pricecache.SourceOptions{Network: network.Mainnet, Durable: s.store, Now: s.clock.Now})
+	if err := fresh.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := fresh.Current(); !ok || !got.AsOf.Equal(snap.AsOf) {
+		t.Fatalf("stored snapshot %v (ok %v), want the newest, %v", got.AsOf, ok, snap.AsOf)
+	}
+
+	// Past its valid_until it is not served, from memory or from Postgres.
+	s.clock.Add(snap.ValidUntil.Sub(snap.AsOf) + time.Millisecond)
+	if err := src.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := src.Current(); ok {
+		t.Fatal("a snapshot past its valid_until was served")
 	}
 }
 

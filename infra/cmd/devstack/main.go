@@ -3,8 +3,9 @@
 // a simulated market provider (and three more for the market board), the schema
 // migrations, the outbox relay, the chain follower, the pricer, the market sampler, the
 // order processor, the batch processor, the subscription watcher and the API edge. Postgres and
-// Redis are real local servers; when one is unreachable it says so with the command that
-// starts it. Each stage logs one line when it is up.
+// Redis are real local servers. When either is unreachable it waits for it with backoff
+// (stages.WaitFor: one line naming the fix when the wait starts, one when it answers) and
+// starts the stages then. Each stage logs one line when it is up.
 //
 // Dev-only secrets live here and nowhere else: the simulator's public faucet key, a stake
 // pool key derived from a fixed phrase, and (when unset) a well-known API key master key and
@@ -23,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"rental/infra/config"
@@ -74,8 +76,12 @@ func run(log *slog.Logger) error {
 	stage := func(name string) *slog.Logger { return log.With("stage", name) }
 	dlog := stage("devstack")
 
-	// Real services first: fail fast, naming the fix.
-	if err := pg.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+	// Real services first, each waited for with backoff (one line naming the fix when the
+	// wait starts, one when it answers). Only reaching Postgres is retried: a migration
+	// that fails on a server that answers is a defect to see at once, not to wait out.
+	if _, err := stages.WaitFor(ctx, dlog, "postgres", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, pg.EnsureDatabase(ctx, cfg.DatabaseURL)
+	}); err != nil {
 		return err
 	}
 	applied, err := pg.Migrate(ctx, cfg.DatabaseURL)
@@ -88,7 +94,9 @@ func run(log *slog.Logger) error {
 		return err
 	}
 	defer pool.Close()
-	rdb, err := redisx.Connect(ctx, cfg.RedisURL)
+	rdb, err := stages.WaitFor(ctx, dlog, "redis", func(ctx context.Context) (*redis.Client, error) {
+		return redisx.Connect(ctx, cfg.RedisURL)
+	})
 	if err != nil {
 		return err
 	}

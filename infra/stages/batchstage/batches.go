@@ -21,7 +21,7 @@ import (
 // fed; run it next to the flow.
 func BatchFlow(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (*batchflow.Flow, stages.Runner, error) {
 	idem := idempotency.New(pool, idempotency.Options{})
-	prices, snapshots, err := acceptstage.LivePrices(cfg, rdb, log)
+	prices, snapshots, err := acceptstage.LivePrices(cfg, pool, rdb, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -119,7 +119,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 	}
 
 	idem := idempotency.New(pool, idempotency.Options{})
-	prices, snapshots, err := acceptstage.LivePrices(cfg, rdb, log)
+	prices, snapshots, err := acceptstage.LivePrices(cfg, pool, rdb, log)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"rental/infra/marketfeed"
 	"rental/infra/marketstore"
 	"rental/infra/pricecache"
+	"rental/infra/pricestore"
 	"rental/infra/stages"
 	"rental/infra/supply"
 	"rental/processors/marketwatch"
@@ -41,7 +42,7 @@ func MarketFeeds(cfg config.Config, snaps pricing.SnapshotSource) []marketfeed.F
 // MarketWatch is the market sampler stage (processors/marketwatch), with the pricer
 // snapshot source its own row is read from.
 func MarketWatch(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (stages.Runner, error) {
-	src := pricecache.NewSource(rdb, pricecache.SourceOptions{Network: cfg.Network, Logger: log})
+	src := pricecache.NewSource(rdb, pricecache.SourceOptions{Network: cfg.Network, Durable: pricestore.New(pool), Logger: log})
 	w, err := marketwatch.New(marketwatch.Options{
 		Feeds:      MarketFeeds(cfg, src),
 		Store:      marketstore.New(pool, cfg.Network),

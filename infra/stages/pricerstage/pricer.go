@@ -43,13 +43,16 @@ func Supply(cfg config.Config) *supply.Collector {
 	return c
 }
 
-// Pricer is the pricer stage: every PRICER_INTERVAL a snapshot to Redis (for the edge) and
-// to the compacted market-data topic through producer.
+// Pricer is the pricer stage: every PRICER_INTERVAL a snapshot to Postgres (the copy that
+// outlives a Redis loss), to Redis (for the edge) and to the compacted market-data topic
+// through producer.
 func Pricer(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, producer *kgo.Client, log *slog.Logger, reg prometheus.Registerer) (stages.Runner, error) {
+	store := pricestore.New(pool)
 	return pricer.New(pricer.Options{
-		Network: cfg.Network,
-		Models:  pricestore.New(pool),
-		Supply:  Supply(cfg),
+		Network:   cfg.Network,
+		Models:    store,
+		Snapshots: store,
+		Supply:    Supply(cfg),
 		Delivered: func(ctx context.Context, since time.Time) (int64, error) {
 			return orderstore.DeliveredSince(ctx, pool, cfg.Network, since)
 		},

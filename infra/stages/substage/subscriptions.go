@@ -23,7 +23,7 @@ import (
 // runner keeps fed), and charges plan fees through the ledger.
 func SubscriptionWatcher(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Logger, reg prometheus.Registerer) (stages.Runner, error) {
 	idem := idempotency.New(pool, idempotency.Options{})
-	prices, snapshots, err := acceptstage.LivePrices(cfg, rdb, log)
+	prices, snapshots, err := acceptstage.LivePrices(cfg, pool, rdb, log)
 	if err != nil {
 		return nil, err
 	}

@@ -32,10 +32,16 @@ type Chain struct {
 // Start starts the simulator of network nw with genesis (blocks every 100 ms), the relay
 // publishing pool's outbox to brokers, and chainwatch writing the simulator's facts (one
 // confirmation) to pool; all stop when the test ends.
-func Start(t testing.TB, pool *pgxpool.Pool, brokers string, nw network.Network, genesis []tronsim.GenesisAccount) *Chain {
+// Each of simOpts may change the simulator's options (a slower block clock, head-time
+// stamps) before it starts.
+func Start(t testing.TB, pool *pgxpool.Pool, brokers string, nw network.Network, genesis []tronsim.GenesisAccount, simOpts ...func(*tronsim.Options)) *Chain {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
-	sim, err := tronsim.New(tronsim.Options{Network: nw, BlockInterval: 100 * time.Millisecond, SolidLag: 1, Genesis: genesis, Logger: quiet})
+	so := tronsim.Options{Network: nw, BlockInterval: 100 * time.Millisecond, SolidLag: 1, Genesis: genesis, Logger: quiet}
+	for _, f := range simOpts {
+		f(&so)
+	}
+	sim, err := tronsim.New(so)
 	if err != nil {
 		t.Fatal(err)
 	}

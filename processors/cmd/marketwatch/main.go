@@ -10,18 +10,16 @@
 package main
 
 import (
-	"rental/infra/redisx"
 	"rental/infra/stages"
 	"rental/infra/stages/marketstage"
 )
 
 func main() {
 	stages.Main("marketwatch", func(p *stages.Process) (stages.Runner, error) {
-		rdb, err := redisx.Connect(p.Ctx, p.Cfg.RedisURL)
+		rdb, err := p.Redis() // waits for Redis when it is down at start
 		if err != nil {
 			return nil, err
 		}
-		p.Defer(func() { _ = rdb.Close() })
 		return marketstage.MarketWatch(p.Cfg, p.Pool, rdb, p.Log, p.Reg)
 	})
 }

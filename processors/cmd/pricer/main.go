@@ -1,8 +1,10 @@
 // Command pricer runs the pricer stage: every PRICER_INTERVAL it reloads the price model from
 // Postgres, reads supply (own pools on TRON_NODE_URL, providers in PROVIDER_URLS, the deep
-// reserve DEEP_RESERVE_CONTRACT), and publishes the snapshot to Redis (REDIS_URL) for the edge
-// and to the compacted topic market.data.v1 on KAFKA_BROKERS. Several replicas may run: each
-// publishes a complete snapshot and readers keep the newest.
+// reserve DEEP_RESERVE_CONTRACT), and publishes the snapshot to Postgres (the copy readers
+// fall back to after a Redis loss), to Redis (REDIS_URL) for the edge and to the compacted
+// topic market.data.v1 on KAFKA_BROKERS. Several replicas may run: each publishes a complete
+// snapshot and readers keep the newest. Started while Postgres, Redis or Kafka is down, it
+// waits for them with backoff (stages.Main) and starts work when they answer.
 //
 // It is also the operators' tool for the price model (docs/pricing.md):
 //
@@ -24,21 +26,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
 
-	"golang.org/x/sync/errgroup"
-
 	"rental/infra/config"
-	"rental/infra/health"
-	"rental/infra/metrics"
 	"rental/infra/pg"
 	"rental/infra/pricestore"
-	"rental/infra/redisx"
 	"rental/infra/stages"
 	"rental/infra/stages/pricerstage"
 	"rental/schemas/events"
@@ -46,14 +42,38 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 {
+		adminMain(os.Args[1:])
+		return
+	}
+	// The stage: Postgres, Redis and Kafka are each waited for with backoff when down at
+	// start (stages.Main, Process.Redis, KafkaProducer), one log line when the wait starts
+	// and one when the dependency answers.
+	stages.Main("pricer", func(p *stages.Process) (stages.Runner, error) {
+		rdb, err := p.Redis()
+		if err != nil {
+			return nil, err
+		}
+		producer, err := stages.KafkaProducer(p.Ctx, p.Cfg)
+		if err != nil {
+			return nil, err
+		}
+		p.Defer(producer.Close)
+		return pricerstage.Pricer(p.Cfg, p.Pool, rdb, producer, p.Log, p.Reg)
+	})
+}
+
+// adminMain runs one operator command against the price model and exits; it needs
+// Postgres only, and fails at once when it is down (an operator is waiting).
+func adminMain(args []string) {
 	log := stages.NewLogger(os.Stderr, os.Getenv("LOG_FORMAT"), os.Getenv("LOG_LEVEL")).With("stage", "pricer")
-	if err := run(log, os.Args[1:]); err != nil {
+	if err := runAdmin(args); err != nil {
 		log.Error("pricer failed", "stage", "pricer", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(log *slog.Logger, args []string) error {
+func runAdmin(args []string) error {
 	cfg, err := config.Load()
 	if err != nil {
 		return err
@@ -65,34 +85,7 @@ func run(log *slog.Logger, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	store := pricestore.New(pool)
-	if len(args) > 0 {
-		return admin(ctx, store, cfg, args)
-	}
-
-	rdb, err := redisx.Connect(ctx, cfg.RedisURL)
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	producer, err := stages.KafkaProducer(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer producer.Close()
-
-	reg := metrics.NewRegistry()
-	p, err := pricerstage.Pricer(cfg, pool, rdb, producer, log, reg)
-	if err != nil {
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return p.Run(gctx) })
-	ready := &health.Readiness{}
-	stages.AddPostgres(ready, pool)
-	ready.Add("redis", func(ctx context.Context) error { return rdb.Ping(ctx).Err() })
-	g.Go(func() error { return metrics.Run(gctx, cfg.MetricsAddr, reg, log, stages.OpsRoutes(ready)...) })
-	return g.Wait()
+	return admin(ctx, pricestore.New(pool), cfg, args)
 }
 
 func admin(ctx context.Context, store *pricestore.Store, cfg config.Config, args []string) error {
