@@ -4,7 +4,7 @@ PKGS      := ./...
 export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 export REDIS_URL    ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup run test bench lint build migrate screenshots reset fuzz
+.PHONY: setup run test bench lint build migrate screenshots reset fuzz chaos
 
 ## setup: download modules and build every binary once.
 setup:
@@ -34,6 +34,16 @@ fuzz:
 	    $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./$$dir/; \
 	  done; \
 	done
+
+## chaos: the chaos soak (docs/reliability.md): the dev stack on a Postgres and a Redis of
+## its own, under steady signed order load for CHAOS_DURATION (default 2m; e.g. make chaos
+## CHAOS_DURATION=10m) while SIGKILL, Postgres and Redis restarts and outages, node faults
+## and forks are injected; then every invariant is checked. Ends with the line
+## `chaos: N orders, F faults, L lost, D duplicated, C charged twice, G delegated twice, S stuck`
+## and fails unless L, D, C, G and S are 0. `make test` runs it for two minutes.
+CHAOS_DURATION ?= 2m
+chaos:
+	CHAOS_DURATION=$(CHAOS_DURATION) $(GO) run ./infra/cmd/chaos
 
 ## bench: benchmarks, each ending with a `bench NAME: VALUE UNIT, ratio R vs REFERENCE` line.
 bench:
