@@ -225,11 +225,27 @@ func (s *Server) requestContext() (context.Context, context.CancelFunc) {
 // transportErrorWithBudget charges the per-IP budget for a request fasthttp could not
 // read, so its answer carries the RateLimit headers too, then answers it.
 func (s *Server) transportErrorWithBudget(rc *fasthttp.RequestCtx, err error) {
+	if nothingReceived(rc, err) {
+		// A connection that sent not one byte before ReadTimeout is closed without an
+		// answer, as an idle keep-alive connection is: an unsolicited 400 on a connection
+		// the client never used (HTTP clients open spare ones) would be read as the answer
+		// to its next request, or logged by it as garbage.
+		_ = rc.Conn().Close()
+		return
+	}
 	s.resolveClientIP(rc)
 	ctx, cancel := s.requestContext()
 	_ = s.chargeIP(ctx, rc) // the request is refused anyway; only the headers matter
 	cancel()
 	s.transportError(rc, err)
+}
+
+// nothingReceived reports a first request's read timeout before any byte arrived: fasthttp
+// hands that case over as the bare timeout error (a timeout after part of the headers is
+// wrapped, and one in the body comes with the headers parsed).
+func nothingReceived(rc *fasthttp.RequestCtx, err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout() && len(rc.Request.Header.RawHeaders()) == 0
 }
 
 // fasthttpLogger routes fasthttp's own messages (accept errors and the like) to slog.

@@ -130,3 +130,49 @@ func TestStrictTransport(t *testing.T) {
 		wantError(t, r, 431, 2055, "headers_too_large", nil)
 	})
 }
+
+// A connection on which no byte arrives within ReadTimeout is closed without an answer (an
+// unsolicited 400 would be read by the client as the answer to its next request), while a
+// request that stalls after part of its headers is still answered 400 2001 read_timeout.
+func TestReadTimeoutAnswersOnlyRequestsThatStarted(t *testing.T) {
+	ts := startServer(t, withOptions(func(o *Options) { o.ReadTimeout = 300 * time.Millisecond }))
+	addr := strings.TrimPrefix(ts.url, "http://")
+
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	_ = idle.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(idle)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("idle connection: read %q, err %v; want a close without an answer", got, err)
+	}
+
+	started, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer started.Close()
+	_ = started.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(started, "GET /v1/status HTTP/1.1\r\nHost: x\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(started), nil)
+	if err != nil {
+		t.Fatalf("stalled request: no answer: %v", err)
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Error struct {
+			Code    int            `json:"code"`
+			Details map[string]any `json:"details"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 400 || env.Error.Code != 2001 || env.Error.Details["constraint"] != "read_timeout" {
+		t.Fatalf("stalled request: HTTP %d %+v, want 400 2001 read_timeout", resp.StatusCode, env.Error)
+	}
+}
