@@ -198,7 +198,8 @@ func (m *Prices) Price(ctx context.Context, req PriceRequest, binding bool) (Pri
 
 // ActivationCache answers whether an address is activated on chain, reading the node at
 // most once per address per TTL (concurrent misses share one read). A failed read is not
-// cached: the next request tries again.
+// cached: the next request tries again; meanwhile an address once seen activated stays so
+// (an activation is permanent), and any other is unknown.
 type ActivationCache struct {
 	node    AccountReader
 	ttl     time.Duration
@@ -258,6 +259,12 @@ func (c *ActivationCache) Activated(ctx context.Context, addr tron.Address) (act
 		return act, nil
 	})
 	if err != nil {
+		if ok && e.activated {
+			// An account once created on chain is never deleted: an expired "activated"
+			// still holds, so orders to known receivers go on while the node is away.
+			// "Not activated" is never served stale: it may have changed, and it adds a fee.
+			return true, true
+		}
 		return false, false
 	}
 	return v.(bool), true
