@@ -32,7 +32,11 @@ type Options struct {
 	Every     time.Duration     // default market.SampleEvery (5 min)
 	Retention time.Duration     // default market.Retention (30 days)
 	Timeout   time.Duration     // per feed and cycle; default 10 s
-	Logger    *slog.Logger
+	// RetryEvery is how soon a feed that failed is tried again within its slot (default
+	// 10 s), so that one failure (this service's own row before the pricer's first
+	// snapshot, a provider's hiccup) does not leave its row empty for a whole Every.
+	RetryEvery time.Duration
+	Logger     *slog.Logger
 	// Registerer receives market_samples_total{slug,result}; nil registers nothing.
 	Registerer prometheus.Registerer
 	Now        func() time.Time
@@ -60,6 +64,9 @@ func New(o Options) (*Watch, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
+	if o.RetryEvery <= 0 {
+		o.RetryEvery = 10 * time.Second
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -79,17 +86,25 @@ func New(o Options) (*Watch, error) {
 	return w, nil
 }
 
-// Run samples at once, then every Every, until ctx ends. A cycle's failures are logged
-// and counted; they never stop the job.
+// Run samples at once, then every Every, until ctx ends; feeds that failed are tried again
+// every RetryEvery until they answer or the next cycle. A cycle's failures are logged and
+// counted; they never stop the job.
 func (w *Watch) Run(ctx context.Context) error {
 	t := time.NewTicker(w.o.Every)
 	defer t.Stop()
+	_, failed := w.cycle(ctx, w.o.Feeds, true)
 	for {
-		w.Once(ctx)
+		var retry <-chan time.Time
+		if len(failed) > 0 {
+			retry = time.After(w.o.RetryEvery)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			_, failed = w.cycle(ctx, w.o.Feeds, true)
+		case <-retry:
+			_, failed = w.cycle(ctx, failed, false)
 		}
 	}
 }
@@ -97,37 +112,49 @@ func (w *Watch) Run(ctx context.Context) error {
 // Once runs one cycle: every feed concurrently, then pruning. It returns how many samples
 // were stored.
 func (w *Watch) Once(ctx context.Context) int {
+	stored, _ := w.cycle(ctx, w.o.Feeds, true)
+	return stored
+}
+
+// cycle samples feeds concurrently (then prunes, when prune is set) and returns how many
+// samples were stored and the feeds that failed.
+func (w *Watch) cycle(ctx context.Context, feeds []marketfeed.Feed, prune bool) (int, []marketfeed.Feed) {
 	now := w.o.Now()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	stored := 0
-	for _, f := range w.o.Feeds {
+	var failed []marketfeed.Feed
+	for _, f := range feeds {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			ok, err := w.sample(ctx, f, now)
 			result := "stored"
+			mu.Lock()
+			defer mu.Unlock()
 			switch {
 			case err != nil:
 				result = "failed"
+				failed = append(failed, f)
 				w.log.Warn("market sample failed", "slug", f.Slug(), "err", err)
 			case !ok:
 				result = "duplicate"
 			default:
-				mu.Lock()
 				stored++
-				mu.Unlock()
 			}
 			w.samples.WithLabelValues(f.Slug(), result).Inc()
 		}()
 	}
 	wg.Wait()
+	if !prune {
+		return stored, failed
+	}
 	if n, err := w.o.Store.Prune(ctx, now.Add(-w.o.Retention)); err != nil {
 		w.log.Warn("market sample pruning failed", "err", err)
 	} else if n > 0 {
 		w.log.Info("market samples pruned", "deleted", n)
 	}
-	return stored
+	return stored, failed
 }
 
 func (w *Watch) sample(ctx context.Context, f marketfeed.Feed, now time.Time) (bool, error) {

@@ -3,6 +3,7 @@ package marketwatch
 import (
 	"context"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,5 +100,64 @@ func TestCyclesStoreSamplesAndAFailingProviderAges(t *testing.T) {
 	h, _ := store.History(ctx, "simcheap", t0.Add(-time.Hour))
 	if len(h) != 1 || !h[0].TS.Equal(now) {
 		t.Fatalf("samples past the retention are pruned: %+v", h)
+	}
+}
+
+// laterSource has no snapshot until set, as the pricer's source right after a start.
+type laterSource struct {
+	mu   sync.Mutex
+	snap *pricing.Snapshot
+}
+
+func (s *laterSource) Current() (pricing.Snapshot, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.snap == nil {
+		return pricing.Snapshot{}, false
+	}
+	return *s.snap, true
+}
+
+// The own row sampled before the pricer's first snapshot fails; Run tries it again every
+// RetryEvery, so the row fills within seconds instead of waiting a whole Every (5 min).
+func TestRunRetriesAFailedFeedWithinItsSlot(t *testing.T) {
+	db := testenv.Postgres(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := marketstore.New(db.Pool, network.Nile)
+	src := &laterSource{}
+	self := marketfeed.Snapshot{SlugName: "tronrent", Src: src}
+	w, err := New(Options{Feeds: []marketfeed.Feed{self}, Store: store, Every: time.Hour, RetryEvery: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+
+	m := pricing.DefaultModel(network.Nile)
+	m.ValidFor = time.Hour
+	snap, err := pricing.Build(pricing.Inputs{Model: m, Now: time.Now(), Supply: pricing.Supply{Instant: map[pricing.Resource]int64{pricing.Energy: 2_000_000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // a few failed tries first
+	src.mu.Lock()
+	src.snap = &snap
+	src.mu.Unlock()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		h, err := store.History(ctx, "tronrent", time.Now().Add(-time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("own row not sampled after the snapshot appeared: %d samples", len(h))
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

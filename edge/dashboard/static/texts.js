@@ -30,7 +30,7 @@ window.TEXTS = {
     "overview.label": "Display name", "overview.label.save": "Save name", "overview.label.clear": "Clear",
     "overview.label.saved": "Name saved.",
     "deposit.title": "Deposit addresses", "deposit.address": "{cur} deposit address",
-    "deposit.confirmations": "Credited after {n} confirmations.",
+    "deposit.confirmations": "Confirmations before credit: {n}.",
     "deposit.rate": "Rate now: {rate} TRX per USDT ({source})", "deposit.norate": "No rate available right now; deposits are still accepted.",
     "deposit.spread": "Spread: {pct} %", "deposit.limits": "Credited automatically from {min} to {max} USDT; outside that range a deposit is held for support.",
     "deposit.contract": "Token contract: {c}",
