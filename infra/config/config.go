@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -262,54 +261,9 @@ type Ledger struct {
 // Load reads the environment. It fails on a malformed value rather than guess.
 func Load() (Config, error) {
 	var errs []string
-	known := map[string]bool{}
-	str := func(name, def string) string {
-		known[name] = true
-		if v, ok := os.LookupEnv(name); ok && v != "" {
-			return v
-		}
-		return def
-	}
-	dur := func(name string, def time.Duration) time.Duration {
-		v := str(name, "")
-		if v == "" {
-			return def
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			errs = append(errs, fmt.Sprintf("%s=%q: want a positive duration such as 3s", name, v))
-			return def
-		}
-		return d
-	}
-	integer := func(name string, def int) int {
-		v := str(name, "")
-		if v == "" {
-			return def
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Sprintf("%s=%q: want a non-negative integer", name, v))
-			return def
-		}
-		return n
-	}
-
-	// A boolean is true, false, 1 or 0 and nothing else, so "yes" or "ture" is refused
-	// rather than read as false.
-	boolean := func(name string, def bool) bool {
-		v := str(name, "")
-		switch v {
-		case "":
-			return def
-		case "true", "1":
-			return true
-		case "false", "0":
-			return false
-		}
-		errs = append(errs, fmt.Sprintf("%s=%q: want true, false, 1 or 0", name, v))
-		return def
-	}
+	env := NewEnv()
+	known := env.known
+	str, dur, integer, boolean := env.Str, env.Duration, env.Int, env.Bool
 
 	// CHAIN_START_BLOCK may be -1, which integer() refuses.
 	integerOrMinus1 := func(name string) int {
@@ -543,6 +497,7 @@ func Load() (Config, error) {
 		errs = append(errs, "KAFKA_SASL_MECHANISM is set: KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD are required")
 	}
 	c.Unknown = unknownVars(os.Environ(), known)
+	errs = append(env.errs, errs...)
 	if len(errs) > 0 {
 		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}

@@ -131,31 +131,8 @@ type settings struct {
 }
 
 func loadSettings() (settings, error) {
-	var errs []string
-	dur := func(name string, def time.Duration) time.Duration {
-		v := os.Getenv(name)
-		if v == "" {
-			return def
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			errs = append(errs, name+": want a positive duration such as 10s")
-			return def
-		}
-		return d
-	}
-	num := func(name string, def int) int {
-		v := os.Getenv(name)
-		if v == "" {
-			return def
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			errs = append(errs, name+": want a positive integer")
-			return def
-		}
-		return n
-	}
+	env := config.NewEnv()
+	dur, num := env.Duration, env.PositiveInt
 	s := settings{
 		duration:       dur("ORDERS_BENCH_DURATION", 10*time.Second),
 		warmup:         dur("ORDERS_BENCH_WARMUP", 2*time.Second),
@@ -187,7 +164,7 @@ func loadSettings() (settings, error) {
 	if v := os.Getenv("ORDERS_BENCH_REDIS_DB"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 15 {
-			errs = append(errs, "ORDERS_BENCH_REDIS_DB: want 0 to 15")
+			env.Failf("ORDERS_BENCH_REDIS_DB: want 0 to 15")
 		} else {
 			s.redisDB = n
 		}
@@ -196,12 +173,9 @@ func loadSettings() (settings, error) {
 		s.pgbench = "pgbench"
 	}
 	if s.accts > 60000 {
-		errs = append(errs, "ORDERS_BENCH_ACCOUNTS: at most 60000 (one loopback source address each)")
+		env.Failf("ORDERS_BENCH_ACCOUNTS: at most 60000 (one loopback source address each)")
 	}
-	if len(errs) > 0 {
-		return s, errors.New(strings.Join(errs, "; "))
-	}
-	return s, nil
+	return s, env.Err()
 }
 
 func logLevel() slog.Level {

@@ -71,17 +71,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"rental/infra/config"
 )
 
 func main() {
@@ -108,31 +108,8 @@ type settings struct {
 var allFaults = []string{"sigkill", "pg_restart", "pg_stop", "redis_flush", "redis_restart", "redis_stop", "node_down", "reject", "drop", "fork"}
 
 func loadSettings() (settings, error) {
-	var errs []string
-	dur := func(name string, def time.Duration) time.Duration {
-		v := os.Getenv(name)
-		if v == "" {
-			return def
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			errs = append(errs, name+": want a positive duration such as 2m")
-			return def
-		}
-		return d
-	}
-	num := func(name string, def int) int {
-		v := os.Getenv(name)
-		if v == "" {
-			return def
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			errs = append(errs, name+": want a positive integer")
-			return def
-		}
-		return n
-	}
+	env := config.NewEnv()
+	dur, num := env.Duration, env.PositiveInt
 	s := settings{
 		duration:      dur("CHAOS_DURATION", 2*time.Minute),
 		outage:        dur("CHAOS_OUTAGE", 10*time.Second),
@@ -155,19 +132,16 @@ func loadSettings() (settings, error) {
 				known = known || k == f
 			}
 			if !known {
-				errs = append(errs, fmt.Sprintf("CHAOS_FAULTS: unknown fault %q (want some of %s)", f, strings.Join(allFaults, ",")))
+				env.Failf("CHAOS_FAULTS: unknown fault %q (want some of %s)", f, strings.Join(allFaults, ","))
 			}
 			s.faults = append(s.faults, f)
 		}
 	}
 	// Hour-long orders must not expire while the soak settles and checks.
 	if s.duration > 50*time.Minute {
-		errs = append(errs, "CHAOS_DURATION: at most 50m (the load's hour-long orders must still run when it checks)")
+		env.Failf("CHAOS_DURATION: at most 50m (the load's hour-long orders must still run when it checks)")
 	}
-	if len(errs) > 0 {
-		return s, errors.New(strings.Join(errs, "; "))
-	}
-	return s, nil
+	return s, env.Err()
 }
 
 func run(log *slog.Logger) (string, bool, error) {
