@@ -50,21 +50,52 @@ func scanFills(rows pgx.Rows) ([]Fill, error) {
 	defer rows.Close()
 	var out []Fill
 	for rows.Next() {
-		var fl Fill
-		var pool *string // null for a provider fill not bought yet
-		if err := rows.Scan(&fl.Seq, &fl.Source, &pool, &fl.Amount, &fl.BalanceSun, &fl.State); err != nil {
+		fl, err := scanFill(rows, nil)
+		if err != nil {
 			return nil, err
-		}
-		if pool != nil {
-			a, err := tron.ParseAddress(*pool)
-			if err != nil {
-				return nil, err
-			}
-			fl.Pool = a
 		}
 		out = append(out, fl)
 	}
 	return out, rows.Err()
+}
+
+// scanFill reads one fill row: order_id first when id is not nil, then seq, source,
+// pool_address, amount, balance_sun, state.
+func scanFill(rows pgx.Rows, id *string) (Fill, error) {
+	var fl Fill
+	var pool *string // null for a provider fill not bought yet
+	dest := []any{&fl.Seq, &fl.Source, &pool, &fl.Amount, &fl.BalanceSun, &fl.State}
+	if id != nil {
+		dest = append([]any{id}, dest...)
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return fl, err
+	}
+	if pool != nil {
+		a, err := tron.ParseAddress(*pool)
+		if err != nil {
+			return fl, err
+		}
+		fl.Pool = a
+	}
+	return fl, nil
+}
+
+// eachOrderFill is a batch query's callback over rows of order_id and a fill's columns
+// (scanFill): add receives each fill with its order.
+func eachOrderFill(add func(orderID string, fl Fill)) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			fl, err := scanFill(rows, &id)
+			if err != nil {
+				return err
+			}
+			add(id, fl)
+		}
+		return rows.Err()
+	}
 }
 
 // NewFill is a fill as allocation reserves it. Pool is empty for a provider's fill, whose

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"rental/infra/pg"
-	"rental/infra/tron"
 	"rental/schemas/orders"
 )
 
@@ -76,28 +75,11 @@ func BeginMarks(ctx context.Context, conn *pgx.Conn, sent []Sent, orderIDs []str
 	// The reads see the answers above (a statement sees what the transaction wrote before
 	// it); only the locked orders' rows are used.
 	b.Queue(`SELECT order_id, seq, source, pool_address, amount, balance_sun, state FROM order_fills
-		WHERE order_id = ANY($1) ORDER BY order_id, seq`, orderIDs).Query(func(rows pgx.Rows) error {
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			var fl Fill
-			var pool *string
-			if err := rows.Scan(&id, &fl.Seq, &fl.Source, &pool, &fl.Amount, &fl.BalanceSun, &fl.State); err != nil {
-				return err
-			}
-			if m := out.Locked[id]; m != nil {
-				if pool != nil {
-					a, err := tron.ParseAddress(*pool)
-					if err != nil {
-						return err
-					}
-					fl.Pool = a
-				}
-				m.Fills = append(m.Fills, fl)
-			}
+		WHERE order_id = ANY($1) ORDER BY order_id, seq`, orderIDs).Query(eachOrderFill(func(id string, fl Fill) {
+		if m := out.Locked[id]; m != nil {
+			m.Fills = append(m.Fills, fl)
 		}
-		return rows.Err()
-	})
+	}))
 	b.Queue(`SELECT order_id, txid, fill_seq, attempt, state FROM signed_txs
 		WHERE order_id = ANY($1) AND purpose = 'delegate' ORDER BY order_id, fill_seq, attempt`, orderIDs).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
@@ -201,26 +183,9 @@ func queueDeliveries(b *pgx.Batch, orderIDs []string, lock bool) *Deliveries {
 		return rows.Err()
 	})
 	b.Queue(`SELECT order_id, seq, source, pool_address, amount, balance_sun, state FROM order_fills
-		WHERE order_id = ANY($1) ORDER BY order_id, seq`, orderIDs).Query(func(rows pgx.Rows) error {
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			var fl Fill
-			var pool *string
-			if err := rows.Scan(&id, &fl.Seq, &fl.Source, &pool, &fl.Amount, &fl.BalanceSun, &fl.State); err != nil {
-				return err
-			}
-			if pool != nil {
-				a, err := tron.ParseAddress(*pool)
-				if err != nil {
-					return err
-				}
-				fl.Pool = a
-			}
-			out.Fills[id] = append(out.Fills[id], fl)
-		}
-		return rows.Err()
-	})
+		WHERE order_id = ANY($1) ORDER BY order_id, seq`, orderIDs).Query(eachOrderFill(func(id string, fl Fill) {
+		out.Fills[id] = append(out.Fills[id], fl)
+	}))
 	b.Queue(`SELECT DISTINCT order_id FROM signed_txs WHERE order_id = ANY($1) AND purpose = 'delegate'`, orderIDs).
 		Query(func(rows pgx.Rows) error {
 			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
@@ -333,28 +298,11 @@ func BeginFacts(ctx context.Context, conn *pgx.Conn, facts []Fact) (pgx.Tx, *Fac
 			return rows.Err()
 		})
 	b.Queue(`SELECT order_id, seq, source, pool_address, amount, balance_sun, state FROM order_fills
-		WHERE order_id IN (SELECT order_id FROM signed_txs WHERE txid = ANY($1)) ORDER BY order_id, seq`, txids).Query(func(rows pgx.Rows) error {
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			var fl Fill
-			var pool *string
-			if err := rows.Scan(&id, &fl.Seq, &fl.Source, &pool, &fl.Amount, &fl.BalanceSun, &fl.State); err != nil {
-				return err
-			}
-			if l := byID[id]; l != nil {
-				if pool != nil {
-					a, err := tron.ParseAddress(*pool)
-					if err != nil {
-						return err
-					}
-					fl.Pool = a
-				}
-				l.Fills = append(l.Fills, fl)
-			}
+		WHERE order_id IN (SELECT order_id FROM signed_txs WHERE txid = ANY($1)) ORDER BY order_id, seq`, txids).Query(eachOrderFill(func(id string, fl Fill) {
+		if l := byID[id]; l != nil {
+			l.Fills = append(l.Fills, fl)
 		}
-		return rows.Err()
-	})
+	}))
 	tx, err := pg.BeginWith(ctx, conn, b)
 	if err != nil {
 		return nil, nil, err

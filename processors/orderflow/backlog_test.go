@@ -16,34 +16,9 @@ import (
 	"rental/infra/tronsim"
 	"rental/schemas/apierr"
 	"rental/schemas/events"
-	"rental/schemas/network"
 	"rental/schemas/orders"
 	"rental/schemas/pricing"
 )
-
-// mainnetPrices builds a snapshot at the current time whenever asked: energy 1 h at
-// 60.00 SUN, plenty of stock.
-type mainnetPrices struct{ t *testing.T }
-
-func (s mainnetPrices) Current() (pricing.Snapshot, bool) {
-	m := pricing.Model{
-		Network:  network.Mainnet,
-		Revision: 1,
-		DayParts: []pricing.DayPart{{ID: "all", Label: "All day", StartMinute: 0, EndMinute: 1440, FactorBPS: 10_000}},
-		Rows: []pricing.Row{
-			{Resource: pricing.Energy, Tier: pricing.Tier1h, BasePrice: 6_000, MinAmount: 10_000, MaxAmount: 5_000_000, Enabled: true},
-		},
-		ActivationPriceSun: 1_100_000,
-		ValidFor:           time.Minute,
-	}
-	snap, err := pricing.Build(pricing.Inputs{Model: m, Now: time.Now(),
-		Supply: pricing.Supply{Instant: map[pricing.Resource]int64{pricing.Energy: 50_000_000}}})
-	if err != nil {
-		s.t.Error(err)
-		return snap, false
-	}
-	return snap, true
-}
 
 // A node that stops answering drives delivery behind: once the oldest accepted order has
 // waited longer than the backlog's bound, creation refuses with 5050 (Retry-After), storing
@@ -53,7 +28,7 @@ func TestCreationRefusesWhileDeliveryIsBehindAndRecovers(t *testing.T) {
 	e := newEnv(t)
 	e.startFlow()
 	backlog := orderstore.NewBacklog(e.db.Pool, orderstore.BacklogOptions{Network: e.net, MaxAge: 2 * time.Second, Every: 100 * time.Millisecond})
-	prices, err := acceptance.NewPrices(acceptance.PricesOptions{Network: e.net, Snapshots: mainnetPrices{t}, Chain: e.node,
+	prices, err := acceptance.NewPrices(acceptance.PricesOptions{Network: e.net, Snapshots: plentySnapshots{t: t, net: e.net}, Chain: e.node,
 		ActivationTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
