@@ -56,14 +56,24 @@ type Marks struct {
 func BeginMarks(ctx context.Context, conn *pgx.Conn, sent []Sent, orderIDs []string) (pgx.Tx, *Marks, error) {
 	out := &Marks{Locked: map[string]*MarkState{}}
 	b := &pgx.Batch{}
-	b.Queue(`SELECT id FROM orders WHERE id = ANY($1) AND status = 'allocating' AND resource <> 'activation'
-			AND (activation_amount_sun = 0 OR activation_performed) ORDER BY id FOR UPDATE SKIP LOCKED`, orderIDs).
+	// By id alone (byIDOnly); rows it locks that are not to mark stay locked until the
+	// group's transaction ends and are left alone.
+	b.Queue(`SELECT id, status, resource, activation_amount_sun, activation_performed FROM orders
+			WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED`, orderIDs).
 		Query(func(rows pgx.Rows) error {
-			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			for _, id := range ids {
-				out.Locked[id] = &MarkState{}
+			defer rows.Close()
+			for rows.Next() {
+				var id, status, resource string
+				var activation int64
+				var performed bool
+				if err := rows.Scan(&id, &status, &resource, &activation, &performed); err != nil {
+					return err
+				}
+				if toDelegate(orders.Status(status), orders.Resource(resource), activation, performed) {
+					out.Locked[id] = &MarkState{}
+				}
 			}
-			return err
+			return rows.Err()
 		})
 	txids, states, results := make([]string, len(sent)), make([]string, len(sent)), make([]*string, len(sent))
 	for i, s := range sent {
@@ -95,7 +105,7 @@ func BeginMarks(ctx context.Context, conn *pgx.Conn, sent []Sent, orderIDs []str
 		}
 		return rows.Err()
 	})
-	tx, err := pg.BeginWith(ctx, conn, b)
+	tx, err := begin(ctx, conn, b)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -146,7 +156,7 @@ type Deliveries struct {
 func BeginDeliveries(ctx context.Context, conn *pgx.Conn, orderIDs []string) (pgx.Tx, *Deliveries, error) {
 	b := &pgx.Batch{}
 	out := queueDeliveries(b, orderIDs, true)
-	tx, err := pg.BeginWith(ctx, conn, b)
+	tx, err := begin(ctx, conn, b)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -160,14 +170,14 @@ func DeliveryCandidates(ctx context.Context, db interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }, orderIDs []string) (*Deliveries, error) {
 	b := &pgx.Batch{}
+	b.Queue(pg.IndexPlans)
 	out := queueDeliveries(b, orderIDs, false)
 	return out, db.SendBatch(ctx, b).Close()
 }
 
 func queueDeliveries(b *pgx.Batch, orderIDs []string, lock bool) *Deliveries {
 	out := &Deliveries{Fills: map[string][]Fill{}, Journaled: map[string]bool{}}
-	sql := `SELECT ` + columns + ` FROM orders WHERE id = ANY($1) AND status = 'allocating' AND resource <> 'activation'
-			AND (activation_amount_sun = 0 OR activation_performed) ORDER BY id`
+	sql := `SELECT ` + columns + ` FROM orders WHERE id = ANY($1) ORDER BY id` // byIDOnly
 	if lock {
 		sql += ` FOR UPDATE SKIP LOCKED`
 	}
@@ -178,7 +188,9 @@ func queueDeliveries(b *pgx.Batch, orderIDs []string, lock bool) *Deliveries {
 			if err != nil {
 				return err
 			}
-			out.Rows = append(out.Rows, r)
+			if toDelegate(r.Status, r.Resource, r.ActivationAmountSun, r.Activation.Performed) {
+				out.Rows = append(out.Rows, r)
+			}
 		}
 		return rows.Err()
 	})
@@ -303,7 +315,7 @@ func BeginFacts(ctx context.Context, conn *pgx.Conn, facts []Fact) (pgx.Tx, *Fac
 			l.Fills = append(l.Fills, fl)
 		}
 	}))
-	tx, err := pg.BeginWith(ctx, conn, b)
+	tx, err := begin(ctx, conn, b)
 	if err != nil {
 		return nil, nil, err
 	}

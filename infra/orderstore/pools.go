@@ -8,6 +8,7 @@ import (
 
 	"rental/infra/pg"
 	"rental/schemas/network"
+	"rental/schemas/orders"
 )
 
 // The own stake pools (stake_pools): one row per address, the lock allocation takes so that
@@ -88,7 +89,9 @@ type ToAllocate struct{ Rows []Row }
 // order is running; it allocates the order itself). The rows are there once b ran.
 func QueueLockToAllocate(b *pgx.Batch, ids []string) *ToAllocate {
 	out := &ToAllocate{}
-	b.Queue(`SELECT `+columns+` FROM orders WHERE id = ANY($1) AND status IN ('created', 'paid') ORDER BY id FOR UPDATE SKIP LOCKED`, ids).
+	// By id alone (byIDOnly); a row it locks that no longer waits stays locked until the
+	// transaction ends and is left alone.
+	b.Queue(`SELECT `+columns+` FROM orders WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED`, ids).
 		Query(func(rows pgx.Rows) error {
 			defer rows.Close()
 			for rows.Next() {
@@ -96,7 +99,9 @@ func QueueLockToAllocate(b *pgx.Batch, ids []string) *ToAllocate {
 				if err != nil {
 					return err
 				}
-				out.Rows = append(out.Rows, r)
+				if r.Status == orders.Created || r.Status == orders.Paid {
+					out.Rows = append(out.Rows, r)
+				}
 			}
 			return rows.Err()
 		})
@@ -110,7 +115,7 @@ func BeginAllocation(ctx context.Context, conn *pgx.Conn, ids []string, n networ
 	b := &pgx.Batch{}
 	orders := QueueLockToAllocate(b, ids)
 	locked := QueueLockPools(b, n, pools)
-	tx, err := pg.BeginWith(ctx, conn, b)
+	tx, err := begin(ctx, conn, b)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -32,6 +32,15 @@ type Locked struct {
 	Fills   []Fill
 }
 
+// begin is pg.BeginWith for the order processor's transactions, which plan their
+// statements by their indexes (pg.IndexPlans): each reaches its rows by key (an order's id,
+// a transaction id, a pool's address), and a plan cached while the tables were small would
+// otherwise scan them whole as a backlog grows.
+func begin(ctx context.Context, conn *pgx.Conn, b *pgx.Batch) (pgx.Tx, error) {
+	b.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: pg.IndexPlans}}, b.QueuedQueries...)
+	return pg.BeginWith(ctx, conn, b)
+}
+
 // BeginLocked begins a transaction on conn that holds the order's row lock, and reads the
 // order, its journal and its fills under it: BEGIN, the lock and the reads travel in one
 // round trip (pg.BeginWith). A missing order is ErrNotFound, with no transaction left open.
@@ -47,7 +56,7 @@ func BeginLocked(ctx context.Context, conn *pgx.Conn, orderID string) (pgx.Tx, L
 		l.Fills, err = scanFills(rows)
 		return err
 	})
-	tx, err := pg.BeginWith(ctx, conn, b)
+	tx, err := begin(ctx, conn, b)
 	if err != nil {
 		return nil, l, err
 	}
@@ -110,7 +119,7 @@ func BeginLockedOnFact(ctx context.Context, conn *pgx.Conn, txID, state, result 
 			l.Fills, err = scanFills(rows)
 			return err
 		})
-	tx, err := pg.BeginWith(ctx, conn, b)
+	tx, err := begin(ctx, conn, b)
 	if err != nil {
 		return nil, l, a, err
 	}

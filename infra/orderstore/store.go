@@ -57,6 +57,19 @@ type Row struct {
 	Attempts            int
 }
 
+// byIDOnly: the reads of a group's orders by id name no status in SQL and keep the rows
+// they want in Go. A status condition lets the planner reach the rows through a partial
+// index on status (orders_in_flight, orders_receiver_live) instead of the primary key,
+// which scans every in-flight order once per read: the plan it takes when statistics last
+// saw few orders in flight, exactly when a backlog has since built up.
+
+// toDelegate reports whether an order read by id is one whose allocated delivery is
+// delegations to journal or mark: allocating, not an activation order, and its activation
+// performed when one was asked.
+func toDelegate(status orders.Status, resource orders.Resource, activationSun int64, activationPerformed bool) bool {
+	return status == orders.Allocating && resource != orders.Activation && (activationSun == 0 || activationPerformed)
+}
+
 // columns is the SELECT list scan reads, in its order.
 const columns = `id, account_id, network, test, client_order_id, batch_id, subscription_id, status, resource,
 	amount, delivered_amount, partial, tier, duration_seconds, receiver, activate, unit_price_centi,

@@ -108,17 +108,23 @@ func (q *QueuedExisting) Has(sig Sig) bool { return q.found[string(sig.Sum)+"\x0
 func (s *Store) QueueExisting(b *pgx.Batch, sigs []Sig) *QueuedExisting {
 	q := &QueuedExisting{found: map[string]bool{}}
 	ids, sums := columns(sigs)
-	b.Queue(`SELECT s.key_id, s.sig FROM unnest($1::text[], $2::bytea[]) AS u(key_id, sig)
-		JOIN used_signatures s ON s.key_id = u.key_id AND s.sig = u.sig AND s.expires_at >= now()`,
+	// The expiry is read, not filtered on: a condition on expires_at lets the planner reach
+	// the rows through used_signatures_expiry, which every live signature matches, instead
+	// of the primary key.
+	b.Queue(`SELECT s.key_id, s.sig, s.expires_at >= now() FROM unnest($1::text[], $2::bytea[]) AS u(key_id, sig)
+		JOIN used_signatures s ON s.key_id = u.key_id AND s.sig = u.sig`,
 		ids, sums).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
 		for rows.Next() {
 			var id string
 			var sum []byte
-			if err := rows.Scan(&id, &sum); err != nil {
+			var live bool
+			if err := rows.Scan(&id, &sum, &live); err != nil {
 				return err
 			}
-			q.found[string(sum)+"\x00"+id] = true
+			if live {
+				q.found[string(sum)+"\x00"+id] = true
+			}
 		}
 		return rows.Err()
 	})
