@@ -7,9 +7,12 @@ package main
 //
 //  1. Capacity: an open loop at ORDERS_BENCH_DELIVERY_RATE orders/s (default 50) for
 //     ORDERS_BENCH_DURATION, doubled while delivery keeps up (delegations broadcast at
-//     >= 90 % of the accepted rate); the first rate it cannot keep up with gives the
-//     sustained delivery capacity: delegations broadcast per second over the step's last
-//     four fifths. Between steps the backlog drains.
+//     >= 90 % of the accepted rate), then bisected twice between the last rate kept up
+//     with and the first one that was not; the most delegations broadcast per second
+//     over a step's last four fifths, among the steps kept up with, is the sustained
+//     delivery capacity. Between steps
+//     the backlog drains. Each step's line on stderr has the CPU of this process and of
+//     the Postgres backends by stage.
 //  2. Half capacity: an open loop at half that for ORDERS_BENCH_DURATION, then per order
 //     accept (orders.created_at) -> delegation broadcast (the simulator's receipt of the
 //     transaction) and accept -> confirmed (the order turned active), waiting for the
@@ -35,6 +38,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -140,22 +144,37 @@ func (p *pipeline) drain(ctx context.Context, within time.Duration, say func(str
 // capacity searches the sustained delivery capacity (see the file comment).
 func (p *pipeline) capacity(ctx context.Context, st settings, gen *generator, start float64, say func(string, ...any)) float64 {
 	rate, best := start, 0.0
-	for step := 0; step < 8 && ctx.Err() == nil; step++ {
+	lo, hi, halvings := 0.0, math.Inf(1), 0
+	for step := 0; step < 12 && ctx.Err() == nil; step++ {
 		p.drain(ctx, 3*time.Minute, say)
 		b0 := p.backlog(ctx)
 		t0 := time.Now()
+		cpu0, be0 := sampleCPU(), p.backendCPU(ctx, nil)
 		res := gen.openLoop(ctx, rate, st.duration)
+		cpu, be := sampleCPU().since(cpu0), p.backendCPU(ctx, be0)
 		from := t0.Add(st.duration / 5)
 		delivered := float64(p.broadcasts.between(from, t0.Add(st.duration))) / t0.Add(st.duration).Sub(from).Seconds()
 		accepted := float64(res.ok) / res.elapsed.Seconds()
 		b1 := p.backlog(ctx)
-		say("delivery with %d processor(s) at %.0f orders/s offered: %.0f accepted/s (%d errors %s), %.0f delegations broadcast/s; backlog %d -> %d",
-			p.processors, rate, accepted, res.errors(), res.errorSummary(), delivered, b0, b1)
-		if delivered < 0.9*accepted {
-			return max(best, delivered)
+		say("delivery with %d processor(s) at %.0f orders/s offered: %.0f accepted/s (%d errors %s), %.0f delegations broadcast/s; backlog %d -> %d; "+
+			"CPU: this process %.2f cores, Postgres %.2f (%s), machine %.2f of %d",
+			p.processors, rate, accepted, res.errors(), res.errorSummary(), delivered, b0, b1,
+			cpu.self, be.cores(res.elapsed), p.byStage(be, res.elapsed), cpu.machine, runtime.NumCPU())
+		if delivered >= 0.9*accepted {
+			lo, best = rate, max(best, delivered)
+		} else {
+			hi = rate
 		}
-		best = max(best, delivered)
-		rate *= 2
+		switch {
+		case math.IsInf(hi, 1):
+			rate *= 2
+		case lo == 0 || halvings == 2:
+			// Doubling brackets the capacity between the last rate kept up with and the
+			// first one that was not; two bisections narrow it to an eighth of that gap.
+			return best
+		default:
+			rate, halvings = (lo+hi)/2, halvings+1
+		}
 	}
 	return best
 }
