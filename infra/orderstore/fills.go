@@ -110,12 +110,7 @@ type NewFill struct {
 
 // ReserveFill queues a new fill of the order, reserved.
 func (w *Writes) ReserveFill(orderID string, n NewFill) {
-	var pool *string
-	if n.Pool != "" {
-		pool = &n.Pool
-	}
-	w.b.Queue(`INSERT INTO order_fills (order_id, seq, source, pool_address, amount, balance_sun, state)
-		VALUES ($1, $2, $3, $4, $5, $6, 'reserved')`, orderID, n.Seq, n.Source, pool, n.Amount, n.BalanceSun)
+	w.fills = append(w.fills, fillRow{orderID, n})
 }
 
 // SourceInFlight is the amount of the source's fills reserved or broadcast, of every order.
@@ -164,7 +159,7 @@ func FillBought(ctx context.Context, tx pgx.Tx, orderID string, seq int, b Bough
 
 // FillBroadcast queues the mark of a fill whose delegation txID was sent.
 func (w *Writes) FillBroadcast(orderID string, seq int, txID string) {
-	w.b.Queue(`UPDATE order_fills SET state = 'broadcast', delegate_txid = $3, updated_at = now()
+	w.queue(`UPDATE order_fills SET state = 'broadcast', delegate_txid = $3, updated_at = now()
 				WHERE order_id = $1 AND seq = $2`, orderID, seq, txID)
 }
 
@@ -172,7 +167,7 @@ func (w *Writes) FillBroadcast(orderID string, seq int, txID string) {
 // in fill order; the answer is there once the writes were sent.
 func (w *Writes) BroadcastHashes(orderID string) *[]string {
 	hashes := new([]string)
-	w.b.Queue(`SELECT coalesce(array_agg(delegate_txid ORDER BY seq), '{}') FROM order_fills
+	w.queue(`SELECT coalesce(array_agg(delegate_txid ORDER BY seq), '{}') FROM order_fills
 		WHERE order_id = $1 AND state = 'broadcast'`, orderID).QueryRow(func(r pgx.Row) error { return r.Scan(hashes) })
 	return hashes
 }

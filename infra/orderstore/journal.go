@@ -116,7 +116,7 @@ func (w *Writes) Signed(s Signed) error {
 	if err != nil {
 		return err
 	}
-	w.b.Queue(insertSignedSQL, s.Tx.TxID, s.OrderID, s.Purpose, s.FillSeq, s.Attempt, s.Signer, body, s.Expiration)
+	w.signed = append(w.signed, signedRow{s, string(body)})
 	return nil
 }
 

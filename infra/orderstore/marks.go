@@ -128,10 +128,10 @@ func (w *Writes) MarkDelegatedMany(fills []FillTx, orderIDs []string, due time.T
 	for i, f := range fills {
 		ids[i], seqs[i], txids[i] = f.OrderID, int32(f.Seq), f.TxID
 	}
-	w.b.Queue(`UPDATE order_fills f SET state = 'broadcast', delegate_txid = u.txid, updated_at = now()
+	w.queue(`UPDATE order_fills f SET state = 'broadcast', delegate_txid = u.txid, updated_at = now()
 		FROM unnest($1::text[], $2::integer[], $3::text[]) AS u(order_id, seq, txid)
 		WHERE f.order_id = u.order_id AND f.seq = u.seq`, ids, seqs, txids)
-	w.b.Queue(`UPDATE orders o SET delegate_hashes = (SELECT coalesce(array_agg(f.delegate_txid ORDER BY f.seq), '{}') FROM order_fills f
+	w.queue(`UPDATE orders o SET delegate_hashes = (SELECT coalesce(array_agg(f.delegate_txid ORDER BY f.seq), '{}') FROM order_fills f
 				WHERE f.order_id = o.id AND f.state = 'broadcast'),
 			status = $2, next_due_at = $3, updated_at = now()
 		WHERE o.id = ANY($1)`, orderIDs, string(orders.Delegated), due)
@@ -329,7 +329,7 @@ func (w *Writes) FillStates(orderIDs []string, seqs []int, states []string) {
 	for i, s := range seqs {
 		s32[i] = int32(s)
 	}
-	w.b.Queue(`UPDATE order_fills f SET state = u.state, updated_at = now()
+	w.queue(`UPDATE order_fills f SET state = u.state, updated_at = now()
 		FROM unnest($1::text[], $2::integer[], $3::text[]) AS u(order_id, seq, state)
 		WHERE f.order_id = u.order_id AND f.seq = u.seq`, orderIDs, s32, states)
 }

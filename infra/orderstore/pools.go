@@ -125,6 +125,7 @@ func BeginAllocation(ctx context.Context, conn *pgx.Conn, ids []string, n networ
 // SendCommit runs the queued statements and COMMIT in one round trip (tx must come from
 // BeginAllocation or BeginLocked); w is emptied. On an error the caller rolls tx back.
 func (w *Writes) SendCommit(ctx context.Context, tx pgx.Tx) error {
+	w.flush()
 	outcome := pg.QueueCommit(&w.b, tx)
 	err := tx.SendBatch(ctx, &w.b).Close()
 	w.b = pgx.Batch{}

@@ -136,21 +136,97 @@ func BeginLockedOnFact(ctx context.Context, conn *pgx.Conn, txID, state, result 
 // trips to one. Answers of queued reads are there once Send returned.
 type Writes struct {
 	b pgx.Batch
+	// The writes a group makes once per order (ReserveFill, Allocated, Signed) are kept as
+	// rows and sent as one statement per kind (flush): a group of N orders sends three
+	// statements where it sent up to 3N. They are flushed before any other statement is
+	// queued, so only they change places among themselves: fills, then the orders' moves,
+	// then the journal rows, which depend on nothing the other two write.
+	fills  []fillRow
+	allocs []allocRow
+	signed []signedRow
+}
+
+type fillRow struct {
+	orderID string
+	n       NewFill
+}
+
+type allocRow struct {
+	orderID, filledBy string
+	due               time.Time
+}
+
+type signedRow struct {
+	s    Signed
+	body string
+}
+
+// queue queues one statement after the rows kept so far.
+func (w *Writes) queue(sql string, args ...any) *pgx.QueuedQuery {
+	w.flush()
+	return w.b.Queue(sql, args...)
+}
+
+// flush queues the rows kept, one statement per kind.
+func (w *Writes) flush() {
+	if n := len(w.fills); n > 0 {
+		ids, seqs, sources, pools, amounts, suns := make([]string, n), make([]int32, n), make([]string, n), make([]*string, n), make([]int64, n), make([]int64, n)
+		for i, f := range w.fills {
+			ids[i], seqs[i], sources[i], amounts[i], suns[i] = f.orderID, int32(f.n.Seq), f.n.Source, f.n.Amount, f.n.BalanceSun
+			if f.n.Pool != "" {
+				pools[i] = &f.n.Pool
+			}
+		}
+		w.b.Queue(`INSERT INTO order_fills (order_id, seq, source, pool_address, amount, balance_sun, state)
+			SELECT o, s, src, p, a, b, 'reserved'
+			FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::bigint[], $6::bigint[]) AS u(o, s, src, p, a, b)`,
+			ids, seqs, sources, pools, amounts, suns)
+		w.fills = nil
+	}
+	if n := len(w.allocs); n > 0 {
+		ids, by, due := make([]string, n), make([]string, n), make([]time.Time, n)
+		for i, a := range w.allocs {
+			ids[i], by[i], due[i] = a.orderID, a.filledBy, a.due
+		}
+		w.b.Queue(`UPDATE orders o SET filled_by = u.by, status = 'allocating', next_due_at = u.due, updated_at = now()
+			FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS u(id, by, due) WHERE o.id = u.id`, ids, by, due)
+		w.allocs = nil
+	}
+	if n := len(w.signed); n > 0 {
+		txids, ids, purposes, seqs, attempts, signers, bodies, exps := make([]string, n), make([]string, n), make([]string, n),
+			make([]int32, n), make([]int32, n), make([]string, n), make([]string, n), make([]time.Time, n)
+		for i, r := range w.signed {
+			txids[i], ids[i], purposes[i], seqs[i], attempts[i] = r.s.Tx.TxID, r.s.OrderID, r.s.Purpose, int32(r.s.FillSeq), int32(r.s.Attempt)
+			signers[i], bodies[i], exps[i] = r.s.Signer, r.body, r.s.Expiration
+		}
+		w.b.Queue(`INSERT INTO signed_txs (txid, order_id, purpose, fill_seq, attempt, signer, tx, expiration, state)
+			SELECT t, o, p, s, a, g, b::jsonb, e, 'signed'
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[], $6::text[], $7::text[], $8::timestamptz[]) AS u(t, o, p, s, a, g, b, e)`,
+			txids, ids, purposes, seqs, attempts, signers, bodies, exps)
+		w.signed = nil
+	}
 }
 
 // With lets another store queue its statements in the same round trip (chainstore.QueueTrack).
-func (w *Writes) With(queue func(b *pgx.Batch)) { queue(&w.b) }
+func (w *Writes) With(queue func(b *pgx.Batch)) {
+	w.flush()
+	queue(&w.b)
+}
 
 // DueMany queues SetDue for several orders locked in the transaction.
 func (w *Writes) DueMany(orderIDs []string, at time.Time) {
-	w.b.Queue(`UPDATE orders SET next_due_at = $2 WHERE id = ANY($1)`, orderIDs, at)
+	w.queue(`UPDATE orders SET next_due_at = $2 WHERE id = ANY($1)`, orderIDs, at)
 }
 
 // Len is the number of statements queued.
-func (w *Writes) Len() int { return w.b.Len() }
+func (w *Writes) Len() int {
+	w.flush()
+	return w.b.Len()
+}
 
 // Send runs the queued statements in tx, in one round trip, and empties w.
 func (w *Writes) Send(ctx context.Context, tx pgx.Tx) error {
+	w.flush()
 	err := tx.SendBatch(ctx, &w.b).Close()
 	w.b = pgx.Batch{}
 	return err
@@ -196,8 +272,7 @@ func Transition(ctx context.Context, tx pgx.Tx, orderID string, to orders.Status
 
 // Allocated queues the order's move to allocating, filled by filledBy, due at due.
 func (w *Writes) Allocated(orderID, filledBy string, due time.Time) {
-	w.b.Queue(`UPDATE orders SET filled_by = $2, status = 'allocating', next_due_at = $3, updated_at = now() WHERE id = $1`,
-		orderID, filledBy, due)
+	w.allocs = append(w.allocs, allocRow{orderID, filledBy, due})
 }
 
 const filledBySQL = `UPDATE orders SET filled_by = $2 WHERE id = $1 AND (filled_by IS NULL OR filled_by = $3)`
@@ -211,7 +286,7 @@ func SetFilledBy(ctx context.Context, tx pgx.Tx, orderID, by string) error {
 
 // FilledBy queues SetFilledBy.
 func (w *Writes) FilledBy(orderID, by string) {
-	w.b.Queue(filledBySQL, orderID, by, orders.FilledByPool)
+	w.queue(filledBySQL, orderID, by, orders.FilledByPool)
 }
 
 // SetActivated records the receiver's activation, made by the transaction hash.
