@@ -51,6 +51,21 @@ type execCtx struct {
 	deep DeepReserve // the deep reserve's terms (deep.go)
 	// feeLimit is the transaction's fee_limit (SUN), for smart-contract calls.
 	feeLimit int64
+	// validateOnly stops a contract that validatesInPlace after its checks, changing
+	// nothing: building a transaction runs only the actuator's validate in java-tron
+	// (Wallet.createTransactionCapsule).
+	validateOnly bool
+}
+
+// validatesInPlace reports the contracts whose execution checks everything before it
+// changes anything and honours execCtx.validateOnly, so that a build validates them on the
+// pending state itself instead of a copy of every account and delegation.
+func validatesInPlace(c tron.Contract) bool {
+	switch c.(type) {
+	case *tron.DelegateResourceContract, *tron.UnDelegateResourceContract:
+		return true
+	}
+	return false
 }
 
 // execResult is what TransactionInfo reports about an executed transaction.
@@ -322,6 +337,9 @@ func (s *state) execDelegate(ctx execCtx, c *tron.DelegateResourceContract, net 
 	if recv.IsContract {
 		return execResult{}, invalid("Do not allow delegate resources to contract addresses")
 	}
+	if ctx.validateOnly {
+		return execResult{ContractRet: "SUCCESS"}, nil
+	}
 
 	s.unlockExpired(c.OwnerAddress, c.ReceiverAddress, ctx.now)
 	k := delegKey{c.OwnerAddress, c.ReceiverAddress, c.Lock}
@@ -433,6 +451,9 @@ func (s *state) execUndelegate(ctx execCtx, c *tron.UnDelegateResourceContract, 
 		}
 	default:
 		return execResult{}, invalid("ResourceCode error.valid ResourceCode[BANDWIDTH、Energy]")
+	}
+	if ctx.validateOnly {
+		return execResult{ContractRet: "SUCCESS"}, nil
 	}
 
 	s.unlockExpired(c.OwnerAddress, c.ReceiverAddress, ctx.now)

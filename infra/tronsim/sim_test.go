@@ -308,6 +308,51 @@ func TestDelegateAndUndelegate(t *testing.T) {
 	}
 }
 
+// Building a delegation or an undelegation validates it and changes nothing, as
+// java-tron's createTransactionCapsule runs only the actuator's validate: the same build
+// may be asked again, and nothing moves until a signed transaction lands.
+func TestBuildingChangesNothing(t *testing.T) {
+	h := newHarness(t, Options{})
+	pool, recv := delegationSetup(t, h)
+	all := tron.DelegateResourceRequest{OwnerAddress: pool.Address().String(), ReceiverAddress: recv.String(),
+		Balance: 10_000 * trx, Resource: "ENERGY", Visible: true}
+	for range 3 {
+		h.wallet("/wallet/delegateresource", all, nil)
+	}
+	var maxSize tron.CanDelegatedMaxSize
+	h.wallet("/wallet/getcandelegatedmaxsize", tron.CanDelegatedMaxSizeRequest{OwnerAddress: pool.Address().String(), Type: 1, Visible: true}, &maxSize)
+	if maxSize.MaxSize != 10_000*trx {
+		t.Fatalf("max_size after three builds %d, want the whole stake", maxSize.MaxSize)
+	}
+	if v := h.account(pool.Address()); len(v.DelegationsOut) != 0 {
+		t.Fatalf("a build delegated: %+v", v.DelegationsOut)
+	}
+
+	part := all
+	part.Balance = 4_000 * trx
+	tx := h.signed("/wallet/delegateresource", part, pool)
+	if r := h.broadcast(tx); !r.Result {
+		t.Fatalf("broadcast %+v (%s)", r, hexText(r.Message))
+	}
+	h.mine(1)
+	undelegate := tron.UnDelegateResourceRequest{OwnerAddress: pool.Address().String(), ReceiverAddress: recv.String(),
+		Balance: 4_000 * trx, Resource: "ENERGY", Visible: true}
+	for range 3 {
+		h.wallet("/wallet/undelegateresource", undelegate, nil)
+	}
+	if v := h.account(pool.Address()); len(v.DelegationsOut) != 1 {
+		t.Fatalf("delegations after three undelegation builds %+v, want the one landed", v.DelegationsOut)
+	}
+	h.wallet("/wallet/getcandelegatedmaxsize", tron.CanDelegatedMaxSizeRequest{OwnerAddress: pool.Address().String(), Type: 1, Visible: true}, &maxSize)
+	if maxSize.MaxSize != 6_000*trx {
+		t.Fatalf("max_size %d, want %d", maxSize.MaxSize, 6_000*trx)
+	}
+	// A build that would be refused still is, by the same checks.
+	too := undelegate
+	too.Balance = 4_001 * trx
+	wantContains(t, h.walletError("/wallet/undelegateresource", too), "insufficient delegateFrozenBalance(Energy)")
+}
+
 func TestLockPeriodAboveNetworkCapIsRejected(t *testing.T) {
 	h := newHarness(t, nileOpts())
 	pool, recv := delegationSetup(t, h)

@@ -653,7 +653,13 @@ func (s *Sim) build(c tron.Contract, feeLimit int64, visible bool) (*tron.Transa
 	defer s.mu.RUnlock()
 	ctx := s.ctxFor(s.head().Num + 1)
 	ctx.feeLimit = feeLimit
-	if _, err := s.viewLocked().clone().execute(ctx, c, 0); err != nil {
+	view := s.viewLocked()
+	if validatesInPlace(c) {
+		ctx.validateOnly = true // under the read lock: nothing may change
+	} else {
+		view = view.clone()
+	}
+	if _, err := view.execute(ctx, c, 0); err != nil {
 		return nil, validateErr(err.Error())
 	}
 	r := &tron.RawData{Contract: c, FeeLimit: feeLimit}
