@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"rental/infra/pg"
 	"rental/infra/supply"
 	"rental/infra/tron"
 	"rental/schemas/network"
@@ -37,6 +38,10 @@ func readInFlight(ctx context.Context, pool *pgxpool.Pool, n network.Network, po
 		market: map[[2]string]int64{}}
 	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
+		// Every read below reaches its rows through an index on what is in flight
+		// (orders_in_flight, order_fills_in_flight, order_fills_landed); planned for the
+		// tables as they were, the sums scanned them whole once per cycle as they grew.
+		b.Queue(pg.IndexPlans)
 		b.Queue(`SELECT resource, source, committed_total FROM supply_commitments WHERE network = $1`, string(n)).
 			Query(func(rows pgx.Rows) error {
 				defer rows.Close()
