@@ -43,8 +43,13 @@ type running struct {
 
 func (s *stack) startFollower(t *testing.T) *running {
 	t.Helper()
+	return s.startFollowerOn(t, s.sim.source())
+}
+
+func (s *stack) startFollowerOn(t *testing.T, src BlockSource) *running {
+	t.Helper()
 	f, err := New(Options{
-		Pool: s.db.Pool, Source: s.sim.source(), Outbox: s.outbox, Network: testNet,
+		Pool: s.db.Pool, Source: src, Outbox: s.outbox, Network: testNet,
 		Tokens: []tron.Address{s.sim.usdt}, Confirmations: 0, PollEvery: 10 * time.Millisecond,
 		Start: 0, BatchBlocks: 7, Window: 50, Logger: quietLogger(),
 	})
@@ -184,14 +189,17 @@ func TestRestartMidStreamNeitherDuplicatesNorSkips(t *testing.T) {
 	s.sim.mine(2)
 	head := s.sim.head()
 
-	first := s.startFollower(t) // batches of 7 blocks: many commits to stop in between
+	// Batches of 7 blocks: many commits before the first instance is stopped. Its node
+	// serves no block past the middle of the stream, so it is stopped part-way however
+	// fast it runs.
+	first := s.startFollowerOn(t, &gatedSource{NodeSource: s.sim.source(), last: head / 2})
 	waitFor(t, 20*time.Second, "the first instance to be part-way", func() (bool, error) {
 		return cursorNum(t, s.db.Pool) >= head/3, nil
 	})
 	first.stop(t)
 	stoppedAt := cursorNum(t, s.db.Pool)
 	if stoppedAt >= head {
-		t.Fatalf("the first instance finished (%d of %d) before it was stopped; the test needs a smaller batch", stoppedAt, head)
+		t.Fatalf("the first instance finished (%d of %d) before it was stopped", stoppedAt, head)
 	}
 	s.startFollower(t)
 	got := s.reader.waitCount(transfers, "every transfer once")
@@ -206,6 +214,21 @@ func TestRestartMidStreamNeitherDuplicatesNorSkips(t *testing.T) {
 		}
 	}
 	t.Logf("first instance stopped at block %d of %d", stoppedAt, head)
+}
+
+// gatedSource is a node that serves no block after last: a fetch from beyond it waits until
+// the caller gives up.
+type gatedSource struct {
+	*NodeSource
+	last int64
+}
+
+func (g *gatedSource) Blocks(ctx context.Context, from int64, n int) ([]Block, error) {
+	if from > g.last {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return g.NodeSource.Blocks(ctx, from, min(n, int(g.last-from+1)))
 }
 
 // A node outage (the simulator answering 503 to the follower's first calls) delays facts
