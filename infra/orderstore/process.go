@@ -232,17 +232,29 @@ func (w *Writes) Send(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
+// Due is an order ClaimDue took, with its status at the claim.
+type Due struct {
+	ID     string
+	Status orders.Status
+}
+
 // ClaimDue takes up to n orders whose next_due_at is at or before now, skipping those
 // another replica holds, and makes them due again at lease: a claim by a replica that dies
-// is taken up by another once the lease ran out. It returns their ids.
-func ClaimDue(ctx context.Context, db DB, now, lease time.Time, n int) ([]string, error) {
+// is taken up by another once the lease ran out.
+func ClaimDue(ctx context.Context, db DB, now, lease time.Time, n int) ([]Due, error) {
 	rows, err := db.Query(ctx, `UPDATE orders SET next_due_at = $2 WHERE id IN (
 			SELECT id FROM orders WHERE next_due_at <= $1 ORDER BY next_due_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-		RETURNING id`, now, lease, n)
+		RETURNING id, status`, now, lease, n)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Due, error) {
+		var d Due
+		var status string
+		err := r.Scan(&d.ID, &status)
+		d.Status = orders.Status(status)
+		return d, err
+	})
 }
 
 // DueAgain makes an order that has not ended due at at, outside any step (a step failed).

@@ -15,6 +15,7 @@ import (
 	"rental/infra/kafka"
 	"rental/infra/orderstore"
 	"rental/schemas/events"
+	"rental/schemas/orders"
 	"rental/schemas/topics"
 )
 
@@ -102,10 +103,8 @@ func (f *Flow) HandleIntent(ctx context.Context, r *kgo.Record) error {
 	}
 	work := func() {
 		if in.Kind == orderstore.IntentProcess || in.Kind == "" {
-			f.allocateInGroup(ctx, in.OrderID)     // with the orders of the other intents (allocate.go)
-			if f.deliverInGroup(ctx, in.OrderID) { // and delivered with them (delivergroup.go)
-				return
-			}
+			f.deliverNew(ctx, in.OrderID)
+			return
 		}
 		f.advanceLogged(ctx, in.OrderID)
 	}
@@ -126,6 +125,17 @@ func (f *Flow) HandleIntent(ctx context.Context, r *kgo.Record) error {
 		work()
 	}()
 	return nil
+}
+
+// deliverNew takes an order waiting for its allocation through allocation and delivery
+// with the other orders of the moment (allocate.go, delivergroup.go), and through its own
+// step for whatever the groups leave to it.
+func (f *Flow) deliverNew(ctx context.Context, orderID string) {
+	f.allocateInGroup(ctx, orderID)
+	if f.deliverInGroup(ctx, orderID) {
+		return
+	}
+	f.advanceLogged(ctx, orderID)
 }
 
 // advanceLogged advances an order for a consumer. A failing step is not the record's
@@ -256,7 +266,7 @@ func (f *Flow) sweep(ctx context.Context, ro RunOptions) error {
 			return nil
 		case <-t.C:
 		}
-		ids, err := f.claimDue(ctx, ro.Workers*4)
+		due, err := f.claimDue(ctx, ro.Workers*4)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -264,12 +274,19 @@ func (f *Flow) sweep(ctx context.Context, ro RunOptions) error {
 			f.log.Warn("claiming due orders failed", "err", err)
 			continue
 		}
-		for _, id := range ids {
+		for _, d := range due {
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem }()
-				if err := f.Advance(ctx, id); err != nil && ctx.Err() == nil {
-					f.log.Warn("due order step failed; it is due again shortly", "order", id, "err", err)
+				if d.Status == orders.Created || d.Status == orders.Paid {
+					// Still waiting for its allocation (its intent is queued behind a
+					// backlog, or its worker died): with the others of the moment, as an
+					// intent would take it, not one by one.
+					f.deliverNew(ctx, d.ID)
+					return
+				}
+				if err := f.Advance(ctx, d.ID); err != nil && ctx.Err() == nil {
+					f.log.Warn("due order step failed; it is due again shortly", "order", d.ID, "err", err)
 				}
 			}()
 		}
@@ -277,7 +294,7 @@ func (f *Flow) sweep(ctx context.Context, ro RunOptions) error {
 }
 
 // claimDue takes up to n orders whose next_due_at has passed.
-func (f *Flow) claimDue(ctx context.Context, n int) ([]string, error) {
+func (f *Flow) claimDue(ctx context.Context, n int) ([]orderstore.Due, error) {
 	now := f.o.Now()
 	return orderstore.ClaimDue(ctx, f.o.Pool, now, now.Add(30*time.Second), n)
 }
