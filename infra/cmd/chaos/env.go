@@ -76,51 +76,66 @@ func startEnv(ctx context.Context, st settings, dir string, log *slog.Logger) (*
 			return e, err
 		}
 	}
-	addrs := make([]string, 4)
-	for i := range addrs {
-		if addrs[i], err = freeAddr(); err != nil {
-			return e, err
-		}
-	}
-	e.api, e.sim = addrs[0], addrs[1]
-	vars := map[string]string{
-		"DATABASE_URL":          e.dbURL,
-		"REDIS_URL":             "redis://" + e.redisAt + "/0",
-		"HTTP_ADDR":             e.api,
-		"SIM_ADDR":              e.sim,
-		"PROVIDER_SIM_ADDR":     addrs[2],
-		"KAFKA_BROKERS":         addrs[3],
-		"METRICS_ADDR":          "off",
-		"DATA_DIR":              filepath.Join(dir, "data"),
-		"SIM_BLOCK_INTERVAL":    st.blockInterval.String(),
-		"CONFIRMATIONS":         fmt.Sprint(st.confirmations),
-		"CHAIN_POLL_INTERVAL":   "200ms",
-		"OUTBOX_SWEEP_INTERVAL": "200ms",
-		"PRICER_INTERVAL":       "1s",
-		"API_KEY_MASTER_KEY":    randomHex(32),
-	}
-	stackEnv := os.Environ()
-	for k, v := range vars {
-		stackEnv = append(stackEnv, k+"="+v) // the last of a repeated name wins
-		// The soak reads the same configuration (network, master key) as the stack.
-		if err := os.Setenv(k, v); err != nil {
-			return e, err
-		}
-	}
-	if e.cfg, err = config.Load(); err != nil {
-		return e, err
-	}
-	e.stack = &proc{name: "devstack", logPath: filepath.Join(dir, "devstack.log"), mk: func() *exec.Cmd {
-		c := exec.Command(bin)
-		c.Env = stackEnv
-		return c
-	}}
+	// The stack's ports are chosen free before it starts; another process on this machine
+	// (a parallel test) can take one in between, and the stack then exits at once. A
+	// start that exits is tried again on new ports, up to three times.
 	began := time.Now()
-	if err := e.stack.start(); err != nil {
-		return e, err
-	}
-	if err := waitAPI(ctx, e.api, e.stack.exitedCh(), 90*time.Second); err != nil {
-		return e, err
+	for try := 1; ; try++ {
+		err := func() error {
+			addrs := make([]string, 4)
+			for i := range addrs {
+				if addrs[i], err = freeAddr(); err != nil {
+					return err
+				}
+			}
+			e.api, e.sim = addrs[0], addrs[1]
+			vars := map[string]string{
+				"DATABASE_URL":          e.dbURL,
+				"REDIS_URL":             "redis://" + e.redisAt + "/0",
+				"HTTP_ADDR":             e.api,
+				"SIM_ADDR":              e.sim,
+				"PROVIDER_SIM_ADDR":     addrs[2],
+				"KAFKA_BROKERS":         addrs[3],
+				"METRICS_ADDR":          "off",
+				"DATA_DIR":              filepath.Join(dir, "data"),
+				"SIM_BLOCK_INTERVAL":    st.blockInterval.String(),
+				"CONFIRMATIONS":         fmt.Sprint(st.confirmations),
+				"CHAIN_POLL_INTERVAL":   "200ms",
+				"OUTBOX_SWEEP_INTERVAL": "200ms",
+				"PRICER_INTERVAL":       "1s",
+				"API_KEY_MASTER_KEY":    randomHex(32),
+			}
+			stackEnv := os.Environ()
+			for k, v := range vars {
+				stackEnv = append(stackEnv, k+"="+v) // the last of a repeated name wins
+				// The soak reads the same configuration (network, master key) as the stack.
+				if err := os.Setenv(k, v); err != nil {
+					return err
+				}
+			}
+			if e.cfg, err = config.Load(); err != nil {
+				return err
+			}
+			e.stack = &proc{name: "devstack", logPath: filepath.Join(dir, "devstack.log"), mk: func() *exec.Cmd {
+				c := exec.Command(bin)
+				c.Env = stackEnv
+				return c
+			}}
+			if err := e.stack.start(); err != nil {
+				return err
+			}
+			if err := waitAPI(ctx, e.api, e.stack.exitedCh(), 90*time.Second); err != nil {
+				return err
+			}
+			return nil
+		}()
+		if err == nil {
+			break
+		}
+		if try == 3 || e.stack == nil || e.stack.running() {
+			return e, err
+		}
+		log.Warn("the dev stack exited while starting; starting it again on new ports", "try", try, "err", err)
 	}
 	log.Info("dev stack up", "api", e.api, "sim", e.sim, "took", time.Since(began).Round(time.Millisecond))
 	e.superDone = make(chan struct{})

@@ -181,7 +181,11 @@ func run(log *slog.Logger) error {
 	producer, err := stages.KafkaProducer(gctx, cfg)
 	if err != nil {
 		stop()
-		_ = g.Wait()
+		if gerr := g.Wait(); gerr != nil {
+			// A server that failed to start (its address taken) cancelled the wait for
+			// Kafka: its error is the cause.
+			return fmt.Errorf("%w (and so: %v)", gerr, err)
+		}
 		return err
 	}
 	defer producer.Close()
