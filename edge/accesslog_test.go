@@ -1,38 +1,19 @@
 package edge
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"rental/infra/reqsign"
+	"rental/infra/testenv"
 )
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // Every API request leaves one JSON access line with its request id, route, status and
 // caller, and the captured log never holds the key secret or the request's signature.
 func TestAccessLogLineWithoutSecrets(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	env := newAuthEnv(t, authEnvOptions{extra: func(o *Options) {
 		o.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}})

@@ -1,7 +1,6 @@
 package webhookdelivery_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -16,26 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"rental/consumers/webhookdelivery"
+	"rental/infra/testenv"
 	"rental/infra/webhooks"
 )
-
-// syncBuffer is a log sink for the deliverer's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // Customers delete endpoints while the deliverer retries deliveries to them as fast as the
 // schedule lets it (every answer is 500). Each Delete starts a moment after an answer, when
@@ -89,7 +71,7 @@ func TestDeletesRaceRetries(t *testing.T) {
 		}
 		return 500
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	d, err := webhookdelivery.New(webhookdelivery.Options{
 		Brokers: []string{e.broker}, Store: e.store, Brand: testBrand, Delays: scaled(50 * time.Millisecond),
 		Policy:     webhooks.Policy{AllowLoopback: true},

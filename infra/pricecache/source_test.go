@@ -1,7 +1,6 @@
 package pricecache_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -16,18 +15,6 @@ import (
 	"rental/schemas/network"
 	"rental/schemas/pricing"
 )
-
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedLog) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 // record is a snapshot of the default model computed at at, as the pricer encodes it.
 func record(t *testing.T, at time.Time) (pricing.Snapshot, []byte) {
@@ -59,7 +46,7 @@ func TestSourcePrefersAFreshPostgresCopyAndLogsOutagesOnce(t *testing.T) {
 	now := t0
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	log := &lockedLog{}
+	log := &testenv.LogBuffer{}
 	src := pricecache.NewSource(rdb, pricecache.SourceOptions{Network: network.Nile, Durable: store, Now: clock,
 		Logger: slog.New(slog.NewTextHandler(log, nil))})
 

@@ -1,36 +1,16 @@
 package main_test
 
 import (
-	"bytes"
 	"net/http"
 	"net/url"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"rental/infra/testenv"
 )
-
-// lockedLog is a process's output the test reads while the process writes it.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // The dev stack started while Redis is down waits for it (one log line naming the fix),
 // and once a redis-server answers it logs that once and serves: GET /v1/status answers 200.
@@ -59,7 +39,7 @@ func TestDevStackStartedWithPostgresDownServesOncePostgresAnswers(t *testing.T) 
 // stay up), calls answer to bring dep up, and sees the stack log that dep answered and serve
 // GET /v1/status 200; then it stops the stack with SIGTERM.
 func (s *stack) startWaitingFor(t *testing.T, dep string, env []string, answer func()) {
-	log := &lockedLog{}
+	log := &testenv.LogBuffer{}
 	cmd := exec.Command(s.bin)
 	cmd.Env = append(append([]string{}, s.env...), env...)
 	cmd.Stdout, cmd.Stderr = log, log

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,21 +15,8 @@ import (
 	"rental/schemas/network"
 )
 
-// syncBuffer is a log sink the test reads while the process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // waitLog returns once the log holds want, failing after a minute.
-func (s *syncBuffer) waitLog(t *testing.T, want string) {
+func waitLog(t *testing.T, s *testenv.LogBuffer, want string) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); !strings.Contains(s.String(), want); {
 		if time.Now().After(deadline) {
@@ -51,7 +36,7 @@ func TestPricerStartedWithRedisDownStartsWhenRedisAnswers(t *testing.T) {
 	}
 	db := testenv.Postgres(t)
 	redisSrv := testenv.NewRedisServer(t) // not started: Redis is down when the pricer starts
-	log := &syncBuffer{}
+	log := &testenv.LogBuffer{}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+db.URL,
@@ -74,7 +59,7 @@ func TestPricerStartedWithRedisDownStartsWhenRedisAnswers(t *testing.T) {
 			_ = cmd.Wait()
 		}
 	})
-	log.waitLog(t, "redis unavailable at start; waiting for it")
+	waitLog(t, log, "redis unavailable at start; waiting for it")
 	if n, err := pricestore.New(db.Pool).LatestSnapshot(context.Background(), network.Nile); err != nil || n != nil {
 		t.Fatalf("a snapshot stored before Redis answered (%v): the stage started without it", err)
 	}
@@ -92,7 +77,7 @@ func TestPricerStartedWithRedisDownStartsWhenRedisAnswers(t *testing.T) {
 	if b, err := pricestore.New(db.Pool).LatestSnapshot(ctx, network.Nile); err != nil || b == nil {
 		t.Fatalf("no snapshot in postgres (%v)", err)
 	}
-	log.waitLog(t, "redis answers; starting")
+	waitLog(t, log, "redis answers; starting")
 	if n := strings.Count(log.String(), "redis unavailable at start"); n != 1 {
 		t.Fatalf("%d waiting lines, want one:\n%s", n, log.String())
 	}
