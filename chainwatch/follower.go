@@ -74,7 +74,7 @@ type Options struct {
 	// the head itself (tests). 19 matches TRON's solidified block.
 	Confirmations int
 	// Solidified caps what is read at the node's solidified block
-	// (/walletsolidity/getnowblock) when the source knows it (SolidSource), whatever
+	// (/walletsolidity/getblock) when the source knows it (SolidSource), whatever
 	// Confirmations says. The stages turn it on; tests that mine by hand leave it off.
 	Solidified bool
 	// PollEvery is the wait between polls once caught up (default 1 s). While behind, the

@@ -139,7 +139,7 @@ func TestBlockWithMissingTransactionInfosIsReadAgain(t *testing.T) {
 	}
 }
 
-// Nothing above the node's solidified block (/walletsolidity/getnowblock) is read, whatever
+// Nothing above the node's solidified block (/walletsolidity/getblock) is read, whatever
 // the confirmation depth.
 func TestNothingAboveTheSolidifiedBlockIsRead(t *testing.T) {
 	db := testenv.Postgres(t)

@@ -75,8 +75,8 @@ type ChainIdentifier interface {
 
 // NodeAPI is the part of *tron.Client that NodeSource uses.
 type NodeAPI interface {
-	GetNowBlock(ctx context.Context) (*tron.Block, error)
-	GetSolidBlock(ctx context.Context) (*tron.Block, error)
+	GetHead(ctx context.Context) (*tron.Block, error)
+	GetSolidHead(ctx context.Context) (*tron.Block, error)
 	GetBlockByNum(ctx context.Context, num int64) (*tron.Block, error)
 	GetBlockByLimitNext(ctx context.Context, start, end int64) ([]tron.Block, error)
 	GetTransactionInfoByBlockNum(ctx context.Context, num int64) ([]tron.TransactionInfo, error)
@@ -96,16 +96,16 @@ func NewNodeSource(api NodeAPI, parallel int) *NodeSource {
 
 // Head implements BlockSource.
 func (s *NodeSource) Head(ctx context.Context) (int64, error) {
-	b, err := s.api.GetNowBlock(ctx)
+	b, err := s.api.GetHead(ctx)
 	if err != nil {
 		return 0, err
 	}
 	return b.Number(), nil
 }
 
-// SolidHead implements SolidSource: /walletsolidity/getnowblock.
+// SolidHead implements SolidSource: the newest solidified block (tron.Client.GetSolidHead).
 func (s *NodeSource) SolidHead(ctx context.Context) (int64, error) {
-	b, err := s.api.GetSolidBlock(ctx)
+	b, err := s.api.GetSolidHead(ctx)
 	if err != nil {
 		return 0, err
 	}

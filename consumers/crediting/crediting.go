@@ -44,7 +44,7 @@ import (
 
 // Chain is the node view the confirmation wait needs (*tron.Client implements it).
 type Chain interface {
-	GetNowBlock(ctx context.Context) (*tron.Block, error)
+	GetHead(ctx context.Context) (*tron.Block, error)
 	GetBlockByNum(ctx context.Context, num int64) (*tron.Block, error)
 }
 
@@ -206,7 +206,7 @@ func (c *Consumer) confirmed(ctx context.Context, f events.ChainFact) (bool, err
 	}
 	deadline := time.Now().Add(c.o.WaitStep)
 	for {
-		head, err := c.o.Chain.GetNowBlock(ctx)
+		head, err := c.o.Chain.GetHead(ctx)
 		if err != nil {
 			return false, fmt.Errorf("crediting: read head: %w", err)
 		}

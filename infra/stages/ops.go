@@ -105,7 +105,7 @@ func Readiness(p *Process, name string) (*health.Readiness, error) {
 	if need.Node {
 		node := tron.NewClient(p.Cfg.TronNodeURL, tron.WithTimeout(health.CheckTimeout))
 		r.Add("node", func(ctx context.Context) error {
-			_, err := node.GetNowBlock(ctx)
+			_, err := node.GetHead(ctx)
 			return err
 		})
 	}

@@ -402,3 +402,33 @@ func TestClientConnectionRefused(t *testing.T) {
 		t.Fatalf("connection refused: err = %v", err)
 	}
 }
+
+// GetHead asks getblock without detail; a node that does not serve getblock (404) is asked
+// getnowblock, whose transactions are then dropped all the same.
+func TestClientHead(t *testing.T) {
+	f, c := newFakeNode(t)
+	ctx := context.Background()
+	header := `{"blockID":"0000000000000065aa","block_header":{"raw_data":{"number":101,"parentHash":"0000000000000064bb","timestamp":1735689603000},"witness_signature":"ab"}}`
+	f.answer("getnowblock", `{"blockID":"0000000000000064bb","block_header":{"raw_data":{"number":100}},"transactions":[{"txID":"01"}]}`)
+
+	b, err := c.GetHead(ctx)
+	if err != nil || b.Number() != 100 || len(b.Transactions) != 0 {
+		t.Fatalf("without getblock: %+v, %v; want getnowblock's block 100 without its transactions", b, err)
+	}
+	f.answer("getblock", header)
+	b, err = c.GetHead(ctx)
+	if err != nil || b.Number() != 101 || b.Timestamp() != 1735689603000 || b.BlockID != "0000000000000065aa" {
+		t.Fatalf("getblock: %+v, %v", b, err)
+	}
+	if got := f.body("getblock"); got["detail"] != false || got["visible"] != true || got["id_or_num"] != nil {
+		t.Fatalf("getblock body %v: want the head, without detail", got)
+	}
+	f.answer("getblock", "{}")
+	if _, err := c.GetHead(ctx); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("{}: err = %v, want ErrNotFound", err)
+	}
+	f.answer("getblock", `{"blockID":"00","block_header":`) // cut short
+	if _, err := c.GetHead(ctx); !errors.Is(err, ErrNodeUnavailable) {
+		t.Fatalf("a body cut short: err = %v, want ErrNodeUnavailable", err)
+	}
+}

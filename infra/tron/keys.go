@@ -11,13 +11,25 @@ import (
 	"github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
 )
 
-// PrivateKey is a secp256k1 signing key. Its String never shows the key material.
-type PrivateKey struct{ k *secp256k1.PrivateKey }
+// PrivateKey is a secp256k1 signing key. Its String never shows the key material. Its
+// address is derived once, when the key is made: deriving it is a scalar multiplication,
+// as costly as a signature, and every signature checks it.
+type PrivateKey struct {
+	k    *secp256k1.PrivateKey
+	addr Address
+}
+
+func newKey(k *secp256k1.PrivateKey) PrivateKey {
+	return PrivateKey{k: k, addr: PubKeyAddress(k.PubKey())}
+}
 
 // GenerateKey makes a new random key.
 func GenerateKey() (PrivateKey, error) {
 	k, err := secp256k1.GeneratePrivateKey()
-	return PrivateKey{k}, err
+	if err != nil {
+		return PrivateKey{}, err
+	}
+	return newKey(k), nil
 }
 
 // ParsePrivateKey reads 32 bytes of hex (0x optional).
@@ -26,14 +38,14 @@ func ParsePrivateKey(s string) (PrivateKey, error) {
 	if err != nil || len(b) != 32 {
 		return PrivateKey{}, errors.New("private key: want 32 bytes of hex")
 	}
-	return PrivateKey{secp256k1.PrivKeyFromBytes(b)}, nil
+	return newKey(secp256k1.PrivKeyFromBytes(b)), nil
 }
 
 // PrivateKeyFromBytes wraps 32 raw bytes (for example from an HD derivation).
-func PrivateKeyFromBytes(b []byte) PrivateKey { return PrivateKey{secp256k1.PrivKeyFromBytes(b)} }
+func PrivateKeyFromBytes(b []byte) PrivateKey { return newKey(secp256k1.PrivKeyFromBytes(b)) }
 
 // Address is the key's TRON address.
-func (p PrivateKey) Address() Address { return PubKeyAddress(p.k.PubKey()) }
+func (p PrivateKey) Address() Address { return p.addr }
 
 // Hex returns the key material; only for writing key files and test vectors.
 func (p PrivateKey) Hex() string { return hex.EncodeToString(p.k.Serialize()) }

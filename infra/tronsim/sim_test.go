@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -892,5 +893,54 @@ func TestUseEnergyControl(t *testing.T) {
 		if st := h.do("POST", "/sim/energy/use", body, nil); st != 400 {
 			t.Errorf("%v: %d, want 400", body, st)
 		}
+	}
+}
+
+// /wallet/getblock as java-tron's Wallet.getBlock answers it: the head when id_or_num is
+// absent, by number or by id otherwise, and without detail the block's transactions left
+// out (what chainwatch polls for the head, so that it does not read a full block a second).
+func TestGetBlock(t *testing.T) {
+	h := newHarness(t, Options{})
+	to := newKey(t).Address()
+	var tx struct{ TxID string }
+	h.ctl("/sim/trx/transfer", map[string]any{"to": to.String(), "amount_sun": 5 * trx}, &tx)
+	num := h.mine(1)
+
+	var full, header, byNum, byID tron.Block
+	h.wallet("/wallet/getnowblock", nil, &full)
+	if full.Number() != num || len(full.Transactions) != 1 || full.Transactions[0].TxID != tx.TxID {
+		t.Fatalf("getnowblock: block %d with %d transactions, want block %d with the transfer", full.Number(), len(full.Transactions), num)
+	}
+	h.wallet("/wallet/getblock", map[string]any{}, &header)
+	if header.BlockID != full.BlockID || header.BlockHeader != full.BlockHeader || len(header.Transactions) != 0 {
+		t.Fatalf("getblock without detail: %+v, want the head's header alone", header)
+	}
+	h.wallet("/wallet/getblock", map[string]any{"id_or_num": strconv.FormatInt(num, 10), "detail": true}, &byNum)
+	if byNum.BlockID != full.BlockID || len(byNum.Transactions) != 1 {
+		t.Fatalf("getblock by number with detail: %s with %d transactions", byNum.BlockID, len(byNum.Transactions))
+	}
+	h.wallet("/wallet/getblock", map[string]any{"id_or_num": full.BlockID}, &byID)
+	if byID.BlockID != full.BlockID || len(byID.Transactions) != 0 {
+		t.Fatalf("getblock by id: %s with %d transactions", byID.BlockID, len(byID.Transactions))
+	}
+	var byGet tron.Block
+	if st := h.do(http.MethodGet, "/wallet/getblock?id_or_num=1&detail=true", nil, &byGet); st != 200 || byGet.Number() != 1 {
+		t.Fatalf("GET getblock: status %d, block %d", st, byGet.Number())
+	}
+	var above map[string]any
+	h.wallet("/wallet/getblock", map[string]any{"id_or_num": strconv.FormatInt(num+1, 10)}, &above)
+	if len(above) != 0 {
+		t.Fatalf("a number above the head answered %v, want {}", above)
+	}
+	if msg := h.walletError("/wallet/getblock", map[string]any{"id_or_num": "-1"}); msg != "num must be non-positive number." {
+		t.Fatalf("negative number: %q", msg)
+	}
+	if msg := h.walletError("/wallet/getblock", map[string]any{"id_or_num": "abc"}); msg != "id must be legal block hash." {
+		t.Fatalf("not an id: %q", msg)
+	}
+	var solid tron.Block
+	h.wallet("/walletsolidity/getblock", map[string]any{}, &solid)
+	if solid.Number() != max(num-19, 0) {
+		t.Fatalf("walletsolidity/getblock: block %d, want the solidified block %d", solid.Number(), max(num-19, 0))
 	}
 }

@@ -2,6 +2,7 @@ package tronsim
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,12 @@ type nodeErr struct{ cls, msg string }
 
 func (e *nodeErr) Error() string { return "class " + e.cls + " : " + e.msg }
 
+// argErr renders as the {"Error": "<msg>"} that some servlets write for an
+// IllegalArgumentException they catch themselves (no class prefix).
+type argErr string
+
+func (e argErr) Error() string { return string(e) }
+
 func validateErr(msg string) error {
 	return &nodeErr{"org.tron.core.exception.ContractValidateException", msg}
 }
@@ -59,6 +66,7 @@ func (s *Sim) walletRoutes() map[string]struct {
 	}
 	return map[string]route{
 		"getnowblock":                        {s.getNowBlock, true},
+		"getblock":                           {s.getBlock, true},
 		"getblockbynum":                      {s.getBlockByNum, true},
 		"getblockbyid":                       {s.getBlockByID, true},
 		"getblockbylimitnext":                {s.getBlockByLimitNext, true},
@@ -119,8 +127,9 @@ func (s *Sim) serveWallet(fn walletFunc, solid bool) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
 			var ne *nodeErr
+			var ae argErr
 			msg := err.Error()
-			if !errors.As(err, &ne) {
+			if !errors.As(err, &ne) && !errors.As(err, &ae) {
 				msg = (&nodeErr{"java.lang.Exception", msg}).Error()
 			}
 			writeJSON(w, http.StatusOK, map[string]string{"Error": msg})
@@ -201,6 +210,60 @@ func (s *Sim) getBlockByNum(r *walletReq) (any, error) {
 		return emptyObject, nil
 	}
 	return rawJSON(s.blockJSON(b, r.visible)), nil
+}
+
+// getBlock is java-tron's /wallet/getblock (Wallet.getBlock): id_or_num is a block number
+// or a block id, absent for the head; without detail (the default) a block's transactions
+// are left out, so that a caller after the head's number and id does not read them all.
+func (s *Sim) getBlock(r *walletReq) (any, error) {
+	var q struct {
+		IDOrNum any  `json:"id_or_num"` // a string; a number when it came as ?id_or_num=5
+		Detail  bool `json:"detail"`
+	}
+	if err := r.decode(&q); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	head := s.topLocked(r.solid)
+	s.mu.RUnlock()
+	ref := ""
+	switch v := q.IDOrNum.(type) {
+	case string:
+		ref = v
+	case float64:
+		ref = strconv.FormatInt(int64(v), 10)
+	}
+	var b *block
+	switch num, err := strconv.ParseInt(ref, 10, 64); {
+	case ref == "":
+		b = s.blockAt(head, r.solid)
+	case err == nil && num > head:
+		return emptyObject, nil
+	case err == nil && num < 0:
+		return nil, argErr("num must be non-positive number.")
+	case err == nil:
+		b = s.blockAt(num, r.solid)
+	default:
+		bad := argErr("id must be legal block hash.")
+		id, err := hex.DecodeString(ref)
+		if err != nil || len(id) != 32 {
+			return nil, bad
+		}
+		num := int64(binary.BigEndian.Uint64(id[:8]))
+		if num > head || num < 0 {
+			return nil, bad
+		}
+		if b = s.blockAt(num, r.solid); b != nil && !bytes.Equal(b.ID[:], id) {
+			b = nil
+		}
+	}
+	switch {
+	case b == nil:
+		return emptyObject, nil
+	case q.Detail || len(b.Txs) == 0:
+		return rawJSON(s.blockJSON(b, r.visible)), nil
+	}
+	return blockHeaderJSON(b, r.visible), nil
 }
 
 func (s *Sim) getBlockByID(r *walletReq) (any, error) {
@@ -291,7 +354,23 @@ func (s *Sim) blockJSON(b *block, visible bool) []byte {
 	if c := cache.Load(); c != nil {
 		return *c
 	}
-	out := tron.Block{
+	out := blockHeader(b, visible)
+	for _, t := range b.Txs {
+		out.Transactions = append(out.Transactions, txJSON(t, visible))
+	}
+	js, _ := json.Marshal(out)
+	cache.Store(&js)
+	return js
+}
+
+// blockHeaderJSON is the block without its transactions.
+func blockHeaderJSON(b *block, visible bool) *tron.Block {
+	h := blockHeader(b, visible)
+	return &h
+}
+
+func blockHeader(b *block, visible bool) tron.Block {
+	return tron.Block{
 		BlockID: hex.EncodeToString(b.ID[:]),
 		BlockHeader: tron.BlockHeader{
 			RawData: tron.BlockHeaderRaw{
@@ -305,12 +384,6 @@ func (s *Sim) blockJSON(b *block, visible bool) []byte {
 			WitnessSignature: hex.EncodeToString(b.Sig),
 		},
 	}
-	for _, t := range b.Txs {
-		out.Transactions = append(out.Transactions, txJSON(t, visible))
-	}
-	js, _ := json.Marshal(out)
-	cache.Store(&js)
-	return js
 }
 
 func txJSON(t *txRecord, visible bool) tron.Transaction {

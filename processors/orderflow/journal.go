@@ -190,7 +190,7 @@ func (f *Flow) confirmGone(ctx context.Context, tx pgx.Tx, j orderstore.JournalE
 
 // headTime is the chain's clock: the newest block's timestamp, unix ms.
 func (f *Flow) headTime(ctx context.Context) (int64, error) {
-	b, err := f.o.Node.GetNowBlock(ctx)
+	b, err := f.o.Node.GetHead(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -65,7 +65,7 @@ func (f *Flow) buyFromProvider(ctx context.Context, tx pgx.Tx, o orderstore.Row,
 	if err != nil {
 		return fmt.Errorf("provider %s: %w", p.Slug(), err)
 	}
-	head, err := f.o.Node.GetNowBlock(ctx)
+	head, err := f.o.Node.GetHead(ctx)
 	if err != nil {
 		return err
 	}

@@ -202,7 +202,7 @@ func (f *Flow) landedOrDropped(ctx context.Context, tx pgx.Tx, o orderstore.Row,
 // settleFromNode records a transaction's block result from the node when its block is at
 // least Confirmations deep and solidified; otherwise j is returned unchanged.
 func (f *Flow) settleFromNode(ctx context.Context, tx pgx.Tx, j orderstore.JournalEntry, info *tron.TransactionInfo) (orderstore.JournalEntry, error) {
-	head, err := f.o.Node.GetNowBlock(ctx)
+	head, err := f.o.Node.GetHead(ctx)
 	if err != nil {
 		return j, err
 	}
@@ -210,7 +210,7 @@ func (f *Flow) settleFromNode(ctx context.Context, tx pgx.Tx, j orderstore.Journ
 		return j, nil
 	}
 	// Never above the solidified block, whatever Confirmations says.
-	solid, err := f.o.Node.GetSolidBlock(ctx)
+	solid, err := f.o.Node.GetSolidHead(ctx)
 	if err != nil {
 		return j, err
 	}

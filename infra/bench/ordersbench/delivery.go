@@ -286,7 +286,12 @@ func runDelivery(log *slog.Logger) (string, error) {
 	depth := p.cfg.Confirmations
 	say("block interval %s, confirmation depth %d, %d processor replica(s)", st.blockInterval, depth, p.processors)
 
+	stopProfile, err := startProfile(st.cpuProfile, say) // the first capacity search
+	if err != nil {
+		return "", err
+	}
 	capacity := p.capacity(ctx, st, gen, startRate, say)
+	stopProfile()
 	if capacity <= 0 {
 		return "", errors.New("no delegation was broadcast: delivery does not run")
 	}
