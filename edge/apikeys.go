@@ -65,6 +65,12 @@ type KeyAuthOptions struct {
 	// 2 s, at most 10 s). It is the bound on how late a revocation, deactivation, allowlist
 	// or account status change takes effect on every replica.
 	CacheTTL time.Duration
+	// KeepWarm is how long after its last request a key is still read again every
+	// CacheTTL/2 with the other keys in use, in one query (default 30 s; negative: never,
+	// a key is then read again only when a request finds its entry past half its life).
+	// With many keys each used every few seconds, entries would otherwise expire between
+	// requests and nearly every request would read its key from Postgres.
+	KeepWarm time.Duration
 	Now      func() time.Time // clock; tests only
 }
 
@@ -93,6 +99,10 @@ type KeyAuthenticator struct {
 	// that asked); one read takes them all, refreshGather after the first.
 	due      map[string]time.Time
 	flushing bool
+	// inUse is each key's last request, for KeepWarm; warming is whether its round is
+	// scheduled.
+	inUse   map[string]time.Time
+	warming bool
 
 	touchMu sync.Mutex
 	touched map[string]time.Time
@@ -119,6 +129,9 @@ func NewKeyAuthenticator(o KeyAuthOptions) (*KeyAuthenticator, error) {
 		o.CacheTTL = 2 * time.Second
 	}
 	o.CacheTTL = min(o.CacheTTL, 10*time.Second)
+	if o.KeepWarm == 0 {
+		o.KeepWarm = 30 * time.Second
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -127,7 +140,7 @@ func NewKeyAuthenticator(o KeyAuthOptions) (*KeyAuthenticator, error) {
 		other = network.Nile
 	}
 	return &KeyAuthenticator{o: o, other: other.KeyIDPrefix(), cache: map[string]cachedKey{}, touched: map[string]time.Time{},
-		due: map[string]time.Time{}}, nil
+		due: map[string]time.Time{}, inUse: map[string]time.Time{}}, nil
 }
 
 // Authenticate implements Authenticator.
@@ -284,6 +297,7 @@ func requestTarget(rc *fasthttp.RequestCtx) string {
 func (a *KeyAuthenticator) lookup(ctx context.Context, keyID string, now time.Time) (cachedKey, error) {
 	a.mu.Lock()
 	ck, ok := a.cache[keyID]
+	a.markInUse(keyID, now)
 	a.mu.Unlock()
 	if age := now.Sub(ck.at); ok && age < a.o.CacheTTL {
 		// Past half its life the entry is refreshed in the background, so a key in use is
@@ -320,6 +334,49 @@ func (a *KeyAuthenticator) refreshLater(keyID string, now time.Time) {
 	if !a.flushing {
 		a.flushing = true
 		time.AfterFunc(refreshGather, a.refreshDue)
+	}
+}
+
+// markInUse records a request for keyID and schedules the keep-warm round (a.mu held).
+func (a *KeyAuthenticator) markInUse(keyID string, now time.Time) {
+	if a.o.KeepWarm < 0 {
+		return
+	}
+	if len(a.inUse) >= maxKeyCache {
+		clear(a.inUse)
+	}
+	a.inUse[keyID] = now
+	if !a.warming {
+		a.warming = true
+		time.AfterFunc(a.o.CacheTTL/2, a.keepWarm)
+	}
+}
+
+// keepWarm queues for the background read every key requested within KeepWarm, forgets
+// the others, and schedules the next round while any key is in use. An entry read this
+// way is stamped with the time it was queued, so it is never served older than CacheTTL
+// whatever the refresh does.
+func (a *KeyAuthenticator) keepWarm() {
+	now := a.o.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	queued := false
+	for id, last := range a.inUse {
+		if now.Sub(last) > a.o.KeepWarm {
+			delete(a.inUse, id)
+			continue
+		}
+		if _, ok := a.due[id]; !ok {
+			a.due[id] = now
+			queued = true
+		}
+	}
+	if queued && !a.flushing {
+		a.flushing = true
+		time.AfterFunc(refreshGather, a.refreshDue)
+	}
+	if a.warming = len(a.inUse) > 0; a.warming {
+		time.AfterFunc(a.o.CacheTTL/2, a.keepWarm)
 	}
 }
 

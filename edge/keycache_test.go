@@ -65,10 +65,16 @@ func (noReplay) Entry(keyID string, _ []byte) (string, time.Duration) {
 // newKeyCache is a key authenticator with cache life ttl over a keyStore answering
 // orders.read.
 func newKeyCache(t *testing.T, ttl time.Duration) (*keyStore, *KeyAuthenticator) {
+	return newKeyCacheWarm(t, ttl, -1)
+}
+
+// newKeyCacheWarm is newKeyCache with KeepWarm set (newKeyCache keeps no key warm, so that
+// its tests count the reads requests cause alone).
+func newKeyCacheWarm(t *testing.T, ttl, warm time.Duration) (*keyStore, *KeyAuthenticator) {
 	t.Helper()
 	store := &keyStore{scopes: []string{"orders.read"}}
 	a, err := NewKeyAuthenticator(KeyAuthOptions{Network: network.Nile, Keys: store, Replay: noReplay{},
-		Logger: slog.New(slog.DiscardHandler), CacheTTL: ttl})
+		Logger: slog.New(slog.DiscardHandler), CacheTTL: ttl, KeepWarm: warm})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,5 +178,55 @@ func TestKeyCacheRefreshesManyKeysInOneRead(t *testing.T) {
 		if err != nil || ck.key.Scopes[0] != "orders.write" {
 			t.Fatalf("key %d after the refresh: %v %v", i, ck.key.Scopes, err)
 		}
+	}
+}
+
+// Keys requested within KeepWarm are read again every CacheTTL/2 in one query, so a key
+// used less often than its cache life is still served from the cache, with what the store
+// says now; a key no longer requested is dropped from the rounds.
+func TestKeyCacheKeepsKeysInUseWarm(t *testing.T) {
+	const ttl = 200 * time.Millisecond
+	store, a := newKeyCacheWarm(t, ttl, 500*time.Millisecond)
+	ctx := context.Background()
+	const n = 20
+	for i := range n {
+		if _, err := a.lookup(ctx, fmt.Sprintf("ak_test_%d", i), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.set("orders.write")
+	// Several cache lives later, without a request in between, every key is served from the
+	// cache with the new scopes.
+	time.Sleep(3 * ttl)
+	store.mu.Lock()
+	queries, reads := store.queries, store.reads
+	store.mu.Unlock()
+	rounds := queries - n
+	if rounds < 2 || reads != n+rounds*n {
+		t.Fatalf("%d queries reading %d keys after %d first reads, want rounds of one query for all %d keys", queries, reads, n, n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for i := range n {
+		for {
+			before := store.count()
+			ck, err := a.lookup(ctx, fmt.Sprintf("ak_test_%d", i), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ck.key.Scopes[0] == "orders.write" && store.count() == before {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("key %d: scopes %v; read by its request: %v", i, ck.key.Scopes, store.count() != before)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// Past KeepWarm without requests the rounds stop.
+	time.Sleep(800 * time.Millisecond)
+	c0 := store.count()
+	time.Sleep(3 * ttl)
+	if c := store.count(); c != c0 {
+		t.Fatalf("%d keys read after no request for longer than KeepWarm", c-c0)
 	}
 }

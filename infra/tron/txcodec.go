@@ -272,20 +272,38 @@ func TxID(raw []byte) string {
 // NewTransaction builds the unsigned transaction JSON for r the way java-tron prints it
 // (raw_data, raw_data_hex, txID, visible). The simulator answers create calls with it.
 func NewTransaction(r *RawData, visible bool) (*Transaction, error) {
+	t, _, err := newTransaction(r, visible)
+	return t, err
+}
+
+func newTransaction(r *RawData, visible bool) (*Transaction, []byte, error) {
 	raw, err := r.Marshal()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	js, err := r.JSON(visible)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return &Transaction{
 		Visible:    visible,
 		TxID:       TxID(raw),
 		RawData:    js,
 		RawDataHex: hex.EncodeToString(raw),
-	}, nil
+	}, raw, nil
+}
+
+// NewSignedTransaction is NewTransaction followed by SignTransaction, without decoding
+// again what it has just encoded (a transaction made from r agrees with itself).
+func NewSignedTransaction(r *RawData, visible bool, key PrivateKey) (*Transaction, error) {
+	if err := checkSigner(r, key); err != nil {
+		return nil, err
+	}
+	t, raw, err := newTransaction(r, visible)
+	if err != nil {
+		return nil, err
+	}
+	return t, sign(t, raw, key)
 }
 
 // Decode checks that the transaction agrees with itself and returns its content: the
@@ -379,9 +397,20 @@ func SignTransaction(t *Transaction, key PrivateKey) error {
 	if err != nil {
 		return err
 	}
+	if err := checkSigner(r, key); err != nil {
+		return err
+	}
+	return sign(t, raw, key)
+}
+
+func checkSigner(r *RawData, key PrivateKey) error {
 	if r.PermissionID == 0 && r.Contract.Owner() != key.Address() {
 		return fmt.Errorf("%w: signer %s is not the owner %s", ErrTxMismatch, key.Address(), r.Contract.Owner())
 	}
+	return nil
+}
+
+func sign(t *Transaction, raw []byte, key PrivateKey) error {
 	h := sha256.Sum256(raw)
 	sig, err := key.SignHash(h[:])
 	if err != nil {

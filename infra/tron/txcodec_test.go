@@ -257,3 +257,31 @@ func TestRawDataJSONShape(t *testing.T) {
 		}
 	}
 }
+
+// NewSignedTransaction gives what NewTransaction and SignTransaction give (ECDSA here is
+// deterministic, RFC 6979), and refuses a key that is not the owner's.
+func TestNewSignedTransaction(t *testing.T) {
+	owner, recv, stranger := testKey(t, 1), testKey(t, 2), testKey(t, 3)
+	raw := delegateRaw(owner.Address(), recv.Address())
+	got, err := NewSignedTransaction(raw, true, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := NewTransaction(raw, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SignTransaction(want, owner); err != nil {
+		t.Fatal(err)
+	}
+	if got.TxID != want.TxID || got.RawDataHex != want.RawDataHex || string(got.RawData) != string(want.RawData) ||
+		len(got.Signature) != 1 || got.Signature[0] != want.Signature[0] {
+		t.Fatalf("NewSignedTransaction = %+v, want %+v", got, want)
+	}
+	if signers, err := VerifyTransaction(got); err != nil || signers[0] != owner.Address() {
+		t.Fatalf("VerifyTransaction = %v, %v", signers, err)
+	}
+	if _, err := NewSignedTransaction(raw, true, stranger); !errors.Is(err, ErrTxMismatch) {
+		t.Fatalf("stranger signed: %v", err)
+	}
+}

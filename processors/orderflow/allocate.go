@@ -3,6 +3,7 @@ package orderflow
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -333,28 +334,54 @@ func (f *Flow) allocateGroup(ctx context.Context, ids []string) error {
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
 	now := f.o.Now()
-	var w orderstore.Writes
-	allocated := 0
-	for _, o := range locked.Rows {
-		if o.Resource != orders.Energy || o.Network != f.o.Network {
-			continue
+	// Drawn first against the pools' bounds; when an order does not fit whole, against the
+	// exact sums (read under the same locks), which leave at least as much.
+	type drawn struct {
+		id    string
+		fills []orderstore.NewFill
+	}
+	plan := func(inflight map[string]int64) (out []drawn, short bool, err error) {
+		for _, o := range locked.Rows {
+			if o.Resource != orders.Energy || o.Network != f.o.Network {
+				continue
+			}
+			fills, remaining, err := f.draw(pools.Order, figures, inflight, o.Amount, limit, weight)
+			if err != nil {
+				return nil, false, err
+			}
+			if remaining > 0 || len(fills) == 0 {
+				for _, fl := range fills { // not whole: its own step allocates it, from every source
+					inflight[fl.Pool] -= fl.BalanceSun
+				}
+				short = true
+				continue
+			}
+			out = append(out, drawn{o.ID, fills})
 		}
-		fills, remaining, err := f.draw(pools.Order, figures, pools.InFlight, o.Amount, limit, weight)
+		return out, short, nil
+	}
+	planned, short, err := plan(maps.Clone(pools.InFlight))
+	if err != nil {
+		return err
+	}
+	if short && !pools.Exact {
+		exact, err := orderstore.ExactInFlight(ctx, tx, read)
 		if err != nil {
 			return err
 		}
-		if remaining > 0 || len(fills) == 0 {
-			for _, fl := range fills { // not whole: its own step allocates it, from every source
-				pools.InFlight[fl.Pool] -= fl.BalanceSun
-			}
-			continue
+		f.exactSums.Inc()
+		if planned, _, err = plan(exact); err != nil {
+			return err
 		}
-		for _, fl := range fills {
-			w.ReserveFill(o.ID, fl)
-		}
-		w.Allocated(o.ID, orders.FilledByPool, now.Add(30*time.Second))
-		allocated++
 	}
+	var w orderstore.Writes
+	for _, d := range planned {
+		for _, fl := range d.fills {
+			w.ReserveFill(d.id, fl)
+		}
+		w.Allocated(d.id, orders.FilledByPool, now.Add(30*time.Second))
+	}
+	allocated := len(planned)
 	if allocated == 0 {
 		return tx.Rollback(ctx)
 	}

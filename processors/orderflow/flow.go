@@ -152,6 +152,7 @@ type Flow struct {
 	runCtx      context.Context
 
 	allocGroupSize   prometheus.Histogram
+	exactSums        prometheus.Counter
 	deliverGroupSize prometheus.Histogram
 	markGroupSize    prometheus.Histogram
 	factGroupSize    prometheus.Histogram
@@ -216,6 +217,10 @@ func New(o Options) (*Flow, error) {
 	f.allocGroupSize = metrics.Register(o.Registerer, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "orderflow_allocation_group_orders", Help: "Orders allocated together in one transaction (allocate.go).",
 		Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+	}))
+	f.exactSums = metrics.Register(o.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "orderflow_allocation_exact_sums_total",
+		Help: "Group allocations that summed the pools' in-flight fills because the pools' bounds left too little for an order (allocate.go).",
 	}))
 	groupHist := func(name, help string) prometheus.Histogram {
 		return metrics.Register(o.Registerer, prometheus.NewHistogram(prometheus.HistogramOpts{

@@ -67,10 +67,7 @@ func (f *Flow) signTx(ctx context.Context, o orderstore.Row, purpose string, fil
 	// and lock, built within one millisecond (or by a node stamping the head block's time),
 	// are byte-identical, and the journal's primary key would hold the second back a block.
 	raw.Timestamp = uniqueStamp(raw.Timestamp)
-	if built, err = tron.NewTransaction(raw, built.Visible); err != nil {
-		return orderstore.Signed{}, orderstore.JournalEntry{}, err
-	}
-	if err := tron.SignTransaction(built, key); err != nil {
+	if built, err = tron.NewSignedTransaction(raw, built.Visible, key); err != nil {
 		return orderstore.Signed{}, orderstore.JournalEntry{}, err
 	}
 	s := orderstore.Signed{OrderID: o.ID, Purpose: purpose, FillSeq: fillSeq, Attempt: attempt,
