@@ -205,6 +205,7 @@ func New(o Options) (*Flow, error) {
 	}
 	f := &Flow{o: o, log: o.Logger.With("stage", "orderflow"), byAddr: map[tron.Address]tron.PrivateKey{},
 		lockCap: newLockCap(o.Network.MaxLockPeriodBlocks()), chain: newChainCache(supplystore.PoolFigureMaxAge)}
+	f.facts.atOnce = factGroupsAtOnce
 	for _, k := range o.Pools {
 		f.byAddr[k.Address()] = k
 	}

@@ -38,9 +38,11 @@ type grouper[R any] struct {
 	mu      sync.Mutex
 	queue   []*groupReq[R]
 	running int
+	atOnce  int // 0: groupsAtOnce
 }
 
-// groupsAtOnce bounds the groups of one kind a replica runs at the same time.
+// groupsAtOnce bounds the groups of one kind a replica runs at the same time, unless the
+// grouper sets its own bound (atOnce).
 const groupsAtOnce = 4
 
 type groupReq[R any] struct {
@@ -53,7 +55,11 @@ func (g *grouper[R]) do(r R, max int, fn func([]R)) {
 	q := &groupReq[R]{r: r, done: make(chan struct{})}
 	g.mu.Lock()
 	g.queue = append(g.queue, q)
-	lead := g.running < groupsAtOnce
+	limit := g.atOnce
+	if limit <= 0 {
+		limit = groupsAtOnce
+	}
+	lead := g.running < limit
 	if lead {
 		g.running++
 	}
