@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"rental/infra/testenv"
-	"rental/schemas/events"
 	"rental/schemas/network"
 	"rental/schemas/orders"
 )
@@ -25,10 +24,7 @@ func TestPoolInFlightBound(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	acc := events.NewID("acc")
-	if _, err := db.Pool.Exec(ctx, `INSERT INTO accounts (id, network, owner_address) VALUES ($1, 'nile', 'Towner')`, acc); err != nil {
-		t.Fatal(err)
-	}
+	acc := testAccount(t, db.Pool)
 	newOrder := func() string {
 		t.Helper()
 		tier, secs := "1h", int64(3600)

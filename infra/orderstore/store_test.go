@@ -20,10 +20,7 @@ import (
 func TestCreatedIsTheRowAsReadBack(t *testing.T) {
 	db := testenv.Postgres(t)
 	ctx := context.Background()
-	acc := events.NewID("acc")
-	if _, err := db.Pool.Exec(ctx, `INSERT INTO accounts (id, network, owner_address) VALUES ($1, 'nile', 'Towner')`, acc); err != nil {
-		t.Fatal(err)
-	}
+	acc := testAccount(t, db.Pool)
 	tier, secs := "1h", int64(3600)
 	batch, quote, maxPrice := "bat_1", "q_1", int64(9_000_000)
 	cases := []NewOrder{
@@ -79,6 +76,16 @@ func TestCreatedIsTheRowAsReadBack(t *testing.T) {
 	if _, err := Get(ctx, db.Pool, acc, n.ID); err != ErrNotFound {
 		t.Fatalf("refused order stored: %v", err)
 	}
+}
+
+// testAccount stores a nile account and returns its id.
+func testAccount(t *testing.T, db DB) string {
+	t.Helper()
+	acc := events.NewID("acc")
+	if _, err := db.Exec(context.Background(), `INSERT INTO accounts (id, network, owner_address) VALUES ($1, 'nile', 'Towner')`, acc); err != nil {
+		t.Fatal(err)
+	}
+	return acc
 }
 
 func ptrUTC(t *time.Time) *time.Time {
