@@ -124,3 +124,51 @@ func TestPoolInFlightBound(t *testing.T) {
 		t.Fatalf("with a fill landed since the figure: bound %d, exact %d; want exact 8e9 and bound at least that", bound[pool], exact[pool])
 	}
 }
+
+// A fill carries its order's network, resource and tier, whatever inserts it (the trigger
+// of migration 00025): the pricer sums the fills in flight by them without reading orders.
+func TestFillCarriesItsOrdersColumns(t *testing.T) {
+	db := testenv.Postgres(t)
+	ctx := context.Background()
+	acc := testAccount(t, db.Pool)
+	tier, secs := "5m", int64(300)
+	n := NewOrder{ID: NewID(), AccountID: acc, Network: network.Nile, ClientOrderID: "c", Resource: orders.Bandwidth, Amount: 1_000,
+		Tier: &tier, DurationSeconds: &secs, Receiver: "TRecv", UnitPriceCenti: 6_050, EnergyAmountSun: 60_500, CreatedAt: time.Now()}
+	err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		if _, _, err := InsertLimited(ctx, tx, n, 10); err != nil {
+			return err
+		}
+		var w Writes
+		w.ReserveFill(n.ID, NewFill{Seq: 0, Source: SourcePool, Pool: "TPool", Amount: 500, BalanceSun: 1_000_000})
+		if err := w.Send(ctx, tx); err != nil {
+			return err
+		}
+		return AppendProviderFill(ctx, tx, n.ID, "provider_x", 500)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT network, resource, tier FROM order_fills WHERE order_id = $1 ORDER BY seq`, n.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][3]*string
+	for rows.Next() {
+		var g [3]*string
+		if err := rows.Scan(&g[0], &g[1], &g[2]); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, g)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d fills, want 2", len(got))
+	}
+	for i, g := range got {
+		if g[0] == nil || *g[0] != "nile" || g[1] == nil || *g[1] != "bandwidth" || g[2] == nil || *g[2] != "5m" {
+			t.Fatalf("fill %d: network, resource, tier = %v %v %v", i, g[0], g[1], g[2])
+		}
+	}
+}

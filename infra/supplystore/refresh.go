@@ -69,10 +69,12 @@ func readInFlight(ctx context.Context, pool *pgxpool.Pool, n network.Network, po
 			}
 			return rows.Err()
 		})
-		b.Queue(`SELECT o.resource, coalesce(o.tier, ''), f.source, coalesce(f.pool_address, ''), f.state,
+		// The fills carry their order's network, resource and tier (migration 00025): no
+		// join to the orders.
+		b.Queue(`SELECT f.resource, coalesce(f.tier, ''), f.source, coalesce(f.pool_address, ''), f.state,
 				sum(f.amount)::bigint, sum(f.balance_sun)::bigint
-			FROM order_fills f JOIN orders o ON o.id = f.order_id
-			WHERE o.network = $1 AND f.state IN ('reserved', 'broadcast')
+			FROM order_fills f
+			WHERE f.network = $1 AND f.state IN ('reserved', 'broadcast')
 			GROUP BY 1, 2, 3, 4, 5`, string(n)).Query(func(rows pgx.Rows) error {
 			defer rows.Close()
 			for rows.Next() {
@@ -98,8 +100,8 @@ func readInFlight(ctx context.Context, pool *pgxpool.Pool, n network.Network, po
 			return rows.Err()
 		})
 		if len(pools) > 0 {
-			b.Queue(`SELECT o.resource, f.pool_address, sum(f.balance_sun)::bigint FROM order_fills f JOIN orders o ON o.id = f.order_id
-				WHERE f.pool_address = ANY($2) AND f.state = 'landed' AND f.updated_at > $3 AND f.source = 'pool' AND o.network = $1
+			b.Queue(`SELECT f.resource, f.pool_address, sum(f.balance_sun)::bigint FROM order_fills f
+				WHERE f.pool_address = ANY($2) AND f.state = 'landed' AND f.updated_at > $3 AND f.source = 'pool' AND f.network = $1
 				GROUP BY 1, 2`, string(n), pools, landedAfter).Query(func(rows pgx.Rows) error {
 				defer rows.Close()
 				for rows.Next() {
