@@ -69,7 +69,7 @@ func QueueLockPools(b *pgx.Batch, n network.Network, pools []PoolFigure) *PoolsL
 		Query(func(rows pgx.Rows) error {
 			landed, err := collectSums(rows)
 			for a, v := range landed {
-				out.InFlight[a] = out.InFlight[a] + v
+				out.InFlight[a] += v
 			}
 			for a := range out.InFlight {
 				if _, read := landed[a]; !read {

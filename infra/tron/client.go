@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -89,6 +90,9 @@ type Client struct {
 	http    *http.Client
 	timeout time.Duration
 	headers http.Header
+	// noGetBlock holds the API roots ("/wallet/", "/walletsolidity/") that answered 404
+	// for getblock: the head is read there with getnowblock without asking again.
+	noGetBlock sync.Map
 }
 
 // Option configures a Client.
@@ -286,24 +290,30 @@ func (c *Client) GetSolidHead(ctx context.Context) (*Block, error) {
 }
 
 func (c *Client) head(ctx context.Context, root string, whole func(context.Context) (*Block, error)) (*Block, error) {
+	if _, missing := c.noGetBlock.Load(root); missing {
+		return withoutTxs(whole(ctx))
+	}
 	data, err := c.postAt(ctx, root, "getblock", blockRequest{Detail: false, Visible: true})
-	var se *statusError
-	var b *Block
-	switch {
-	case errors.As(err, &se) && se.status == http.StatusNotFound:
-		if b, err = whole(ctx); err != nil {
-			return nil, err
-		}
-	case err != nil:
+	if se := (*statusError)(nil); errors.As(err, &se) && se.status == http.StatusNotFound {
+		c.noGetBlock.Store(root, true)
+		return withoutTxs(whole(ctx))
+	}
+	if err != nil {
 		return nil, err
-	default:
-		b = &Block{}
-		if err := decode(root[1:]+"getblock", data, b); err != nil {
-			return nil, err
-		}
-		if b.BlockID == "" {
-			return nil, fmt.Errorf("tron: %sgetblock: %w", root[1:], ErrNotFound)
-		}
+	}
+	var b Block
+	if err := decode(root[1:]+"getblock", data, &b); err != nil {
+		return nil, err
+	}
+	if b.BlockID == "" {
+		return nil, fmt.Errorf("tron: %sgetblock: %w", root[1:], ErrNotFound)
+	}
+	return withoutTxs(&b, nil)
+}
+
+func withoutTxs(b *Block, err error) (*Block, error) {
+	if err != nil {
+		return nil, err
 	}
 	b.Transactions = nil
 	return b, nil

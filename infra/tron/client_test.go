@@ -415,7 +415,15 @@ func TestClientHead(t *testing.T) {
 	if err != nil || b.Number() != 100 || len(b.Transactions) != 0 {
 		t.Fatalf("without getblock: %+v, %v; want getnowblock's block 100 without its transactions", b, err)
 	}
+	// A node that answered 404 is not asked getblock again.
+	f.mu.Lock()
+	delete(f.bodies, "getblock")
+	f.mu.Unlock()
 	f.answer("getblock", header)
+	if b, err := c.GetHead(ctx); err != nil || b.Number() != 100 || f.body("getblock") != nil {
+		t.Fatalf("after a 404: block %+v, %v; getblock asked again: %v", b, err, f.body("getblock") != nil)
+	}
+	c = NewClient(c.base, WithTimeout(2*time.Second))
 	b, err = c.GetHead(ctx)
 	if err != nil || b.Number() != 101 || b.Timestamp() != 1735689603000 || b.BlockID != "0000000000000065aa" {
 		t.Fatalf("getblock: %+v, %v", b, err)

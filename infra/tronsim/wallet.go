@@ -263,7 +263,8 @@ func (s *Sim) getBlock(r *walletReq) (any, error) {
 	case q.Detail || len(b.Txs) == 0:
 		return rawJSON(s.blockJSON(b, r.visible)), nil
 	}
-	return blockHeaderJSON(b, r.visible), nil
+	h := blockHeader(b, r.visible)
+	return &h, nil
 }
 
 func (s *Sim) getBlockByID(r *walletReq) (any, error) {
@@ -363,12 +364,7 @@ func (s *Sim) blockJSON(b *block, visible bool) []byte {
 	return js
 }
 
-// blockHeaderJSON is the block without its transactions.
-func blockHeaderJSON(b *block, visible bool) *tron.Block {
-	h := blockHeader(b, visible)
-	return &h
-}
-
+// blockHeader is the block without its transactions.
 func blockHeader(b *block, visible bool) tron.Block {
 	return tron.Block{
 		BlockID: hex.EncodeToString(b.ID[:]),
