@@ -54,3 +54,58 @@ func TestActivationCacheKeepsKnownActivatedThroughNodeOutage(t *testing.T) {
 		}
 	}
 }
+
+// countingReader counts the reads that reach the node.
+type countingReader struct {
+	AccountReader
+	n int
+}
+
+func (c *countingReader) GetAccount(ctx context.Context, addr tron.Address) (*tron.Account, error) {
+	c.n++
+	return c.AccountReader.GetAccount(ctx, addr)
+}
+
+// A receiver seen activated is not read again for ten minutes (java-tron never deletes an
+// account); one seen not activated is read again once its TTL is over, and so sees its
+// activation.
+func TestActivationCacheKeepsActivatedLongerThanNotActivated(t *testing.T) {
+	var active, later tron.Address
+	active[0], later[0] = 0x41, 0x41
+	_, _ = rand.Read(active[1:])
+	_, _ = rand.Read(later[1:])
+	sim, err := tronsim.New(tronsim.Options{Network: network.Nile,
+		Genesis: []tronsim.GenesisAccount{{Address: active, BalanceSun: 5_000_000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	node := httptest.NewServer(sim.Handler())
+	t.Cleanup(node.Close)
+	now := time.Now()
+	reads := &countingReader{AccountReader: tron.NewClient(node.URL)}
+	c := NewActivationCache(reads, 5*time.Second, 2*time.Second, func() time.Time { return now })
+	ctx := context.Background()
+	ask := func(a tron.Address, want bool, wantReads int) {
+		t.Helper()
+		if act, known := c.Activated(ctx, a); !known || act != want {
+			t.Fatalf("%s: activated %v known %v, want %v", a, act, known, want)
+		}
+		if reads.n != wantReads {
+			t.Fatalf("%s: %d node reads so far, want %d", a, reads.n, wantReads)
+		}
+	}
+	ask(active, true, 1)
+	ask(later, false, 2)
+	now = now.Add(9 * time.Minute)
+	ask(active, true, 2) // still cached
+	if _, err := sim.TransferTRX(later, 1_000_000, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Mine(1); err != nil {
+		t.Fatal(err)
+	}
+	ask(later, true, 3) // not activated was stale after 5 s: read again, now activated
+	now = now.Add(2 * time.Minute)
+	ask(active, true, 4) // 11 minutes after its read: read again
+}

@@ -33,7 +33,8 @@ type PricesOptions struct {
 	Network   network.Network        // required; a snapshot of another network is not served
 	Snapshots pricing.SnapshotSource // required: the pricer's latest snapshot, in memory
 	Chain     AccountReader          // required: the node the receiver activation is read from
-	// ActivationTTL is how long a receiver's activation state is cached (default 5 s).
+	// ActivationTTL is how long a receiver seen not activated is cached (default 5 s); one
+	// seen activated is kept longer (see ActivationCache).
 	ActivationTTL time.Duration
 	// ChainTimeout bounds one node read (default 2 s).
 	ChainTimeout time.Duration
@@ -197,9 +198,12 @@ func (m *Prices) Price(ctx context.Context, req PriceRequest, binding bool) (Pri
 }
 
 // ActivationCache answers whether an address is activated on chain, reading the node at
-// most once per address per TTL (concurrent misses share one read). A failed read is not
-// cached: the next request tries again; meanwhile an address once seen activated stays so
-// (an activation is permanent), and any other is unknown.
+// most once per address per TTL (concurrent misses share one read). "Not activated" is kept
+// for the TTL only: it changes when somebody activates the address. "Activated" is kept for
+// activatedTTL: java-tron never deletes an account, so re-reading it every few seconds
+// would only cost the node a read per receiver and order burst. A failed read is not
+// cached: the next request tries again; meanwhile an address once seen activated stays so,
+// and any other is unknown.
 type ActivationCache struct {
 	node    AccountReader
 	ttl     time.Duration
@@ -214,6 +218,19 @@ type ActivationCache struct {
 type activationEntry struct {
 	activated bool
 	at        time.Time
+}
+
+// activatedTTL is how long an address seen activated is not read again. It is not forever
+// so that an activation seen on a block later dropped by a fork is corrected in bounded
+// time (a delegation to such a receiver fails at the node and its fill is refunded).
+const activatedTTL = 10 * time.Minute
+
+// fresh reports whether e still answers without a node read.
+func (c *ActivationCache) fresh(e activationEntry, now time.Time) bool {
+	if e.activated {
+		return now.Sub(e.at) < max(c.ttl, activatedTTL)
+	}
+	return now.Sub(e.at) < c.ttl
 }
 
 // maxActivationEntries bounds the cache; above it expired entries are swept, and if none
@@ -232,7 +249,7 @@ func (c *ActivationCache) Activated(ctx context.Context, addr tron.Address) (act
 	c.mu.Lock()
 	e, ok := c.entries[addr]
 	c.mu.Unlock()
-	if ok && now.Sub(e.at) < c.ttl {
+	if ok && c.fresh(e, now) {
 		return e.activated, true
 	}
 	v, err, _ := c.group.Do(string(addr[:]), func() (any, error) {
@@ -246,7 +263,7 @@ func (c *ActivationCache) Activated(ctx context.Context, addr tron.Address) (act
 		c.mu.Lock()
 		if len(c.entries) >= maxActivationEntries {
 			for k, e := range c.entries {
-				if now.Sub(e.at) >= c.ttl {
+				if !c.fresh(e, now) {
 					delete(c.entries, k)
 				}
 			}

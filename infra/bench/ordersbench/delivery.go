@@ -84,10 +84,51 @@ func (b *broadcastLog) get(txid string) (time.Time, bool) {
 	return t, ok
 }
 
-// serveSim is tronsim's ServeListener with the broadcasts recorded on their way in.
-func serveSim(ctx context.Context, sim *tronsim.Sim, ln net.Listener, log *broadcastLog) error {
+// nodeCalls counts the node API calls by path.
+type nodeCalls struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func newNodeCalls() *nodeCalls { return &nodeCalls{n: map[string]int64{}} }
+
+func (c *nodeCalls) add(path string) {
+	c.mu.Lock()
+	c.n[path]++
+	c.mu.Unlock()
+}
+
+// take returns the counts so far and starts counting anew.
+func (c *nodeCalls) take() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[string]int64{}
+	return n
+}
+
+// perOrder renders counts divided by orders, largest first.
+func perOrder(n map[string]int64, orders int) string {
+	paths := make([]string, 0, len(n))
+	var total int64
+	for p, v := range n {
+		paths = append(paths, p)
+		total += v
+	}
+	slices.SortFunc(paths, func(a, b string) int { return int(n[b] - n[a]) })
+	out := fmt.Sprintf("%.2f in all", float64(total)/float64(orders))
+	for _, p := range paths {
+		out += fmt.Sprintf(", %s %.2f", p, float64(n[p])/float64(orders))
+	}
+	return out
+}
+
+// serveSim is tronsim's ServeListener with the broadcasts recorded on their way in and
+// the calls counted by path.
+func serveSim(ctx context.Context, sim *tronsim.Sim, ln net.Listener, log *broadcastLog, calls *nodeCalls) error {
 	h := sim.Handler()
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.add(r.URL.Path)
 		if r.URL.Path == "/wallet/broadcasttransaction" {
 			body, err := io.ReadAll(r.Body)
 			if err == nil {
@@ -306,6 +347,7 @@ func runDelivery(log *slog.Logger) (string, error) {
 	half := capacity / 2
 	b0 := p.backlog(ctx)
 	p.procStats.reset()
+	p.nodeCalls.take()
 	db0 := p.dbStats(ctx)
 	t0 := time.Now()
 	res := gen.openLoop(ctx, half, st.duration)
@@ -324,6 +366,7 @@ func runDelivery(log *slog.Logger) (string, error) {
 		o := float64(res.ok)
 		say("database during the half-capacity phase until its last confirmation (all stages): %.1f commits, %.1f rows inserted, %.1f updated per order",
 			float64(db.commits)/o, float64(db.inserted)/o, float64(db.updated)/o)
+		say("node calls during the half-capacity phase until its last confirmation (all stages), per order: %s", perOrder(p.nodeCalls.take(), res.ok))
 	}
 	if p.procStats != nil {
 		p.procStats.report("order processor", "order delivered", res.ok, say)

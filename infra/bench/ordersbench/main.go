@@ -523,6 +523,8 @@ type pipeline struct {
 	closers     []func()
 	// broadcasts is when the simulator first received each transaction (delivery mode).
 	broadcasts *broadcastLog
+	// nodeCalls counts the calls the simulator answered, by path.
+	nodeCalls *nodeCalls
 	// addStage starts one more stage (an order processor replica) in the running pipeline.
 	addStage   func(name string) error
 	processors int
@@ -693,7 +695,8 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 	p.infra = ig
 	ig.Go(func() error { return p.broker.Run(igctx) })
 	p.broadcasts = newBroadcastLog()
-	ig.Go(func() error { return serveSim(igctx, p.sim, simLn, p.broadcasts) })
+	p.nodeCalls = newNodeCalls()
+	ig.Go(func() error { return serveSim(igctx, p.sim, simLn, p.broadcasts, p.nodeCalls) })
 	g, gctx := errgroup.WithContext(ctx)
 	p.group = g
 	producer, err := stages.KafkaProducer(gctx, cfg)
