@@ -77,15 +77,18 @@ func NewBacklog(db Querier, o BacklogOptions) *Backlog {
 // MaxAge is the bound beyond which the backlog is behind.
 func (b *Backlog) MaxAge() time.Duration { return b.o.MaxAge }
 
+// backlogQuery reads the backlog of network $1. orders_undelivered (migration 00026) holds
+// exactly these statuses: the read costs what the backlog holds, not what the table does.
+const backlogQuery = `SELECT count(*), min(created_at) FROM orders
+	WHERE status IN ('created', 'paid', 'allocating') AND network = $1`
+
 // Refresh reads the backlog now (one statement).
 func (b *Backlog) Refresh(ctx context.Context) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var r BacklogReading
 	var oldest *time.Time
-	// orders_in_flight's predicate covers these statuses, so this reads that index.
-	if err := b.db.QueryRow(ctx, `SELECT count(*), min(created_at) FROM orders
-		WHERE status IN ('created', 'paid', 'allocating') AND network = $1`, string(b.o.Network)).Scan(&r.Orders, &oldest); err != nil {
+	if err := b.db.QueryRow(ctx, backlogQuery, string(b.o.Network)).Scan(&r.Orders, &oldest); err != nil {
 		return err
 	}
 	if oldest != nil {

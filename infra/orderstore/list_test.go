@@ -3,6 +3,7 @@ package orderstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,5 +164,49 @@ func TestDeliveryStatsOfTheLastHour(t *testing.T) {
 	}
 	if w.Orders != 4 || w.Failed != 1 || w.MedianDeliverySeconds == nil || *w.MedianDeliverySeconds != 10 {
 		t.Fatalf("window %+v (median %v), want 4 orders, 1 failed, median 10 s", w, w.MedianDeliverySeconds)
+	}
+}
+
+// The backlog is read every second on every replica: it counts only the orders not
+// delivered yet, and reads them through orders_undelivered, not by scanning every order
+// ever taken.
+func TestBacklogReadsOnlyUndeliveredOrders(t *testing.T) {
+	db := testenv.Postgres(t)
+	ctx := context.Background()
+	acc := events.NewID("acc")
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO accounts (id, network, owner_address) VALUES ($1, 'nile', 'Towner')`, acc); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
+	ids := insertOrders(t, db, acc, 3, func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) })
+	// 5,000 delivered orders, copies of the first with their own ids: half of them active,
+	// half delegated and waiting for their confirmations (still in flight for the account's
+	// concurrency limit, but not in the backlog).
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO orders SELECT (jsonb_populate_record(o,
+			jsonb_build_object('id', o.id || '-' || g, 'client_order_id', 'done-' || g,
+				'status', CASE WHEN g % 2 = 0 THEN 'active' ELSE 'delegated' END))).*
+		FROM orders o, generate_series(1, 5000) g WHERE o.id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `UPDATE orders SET status = 'allocating' WHERE id = $1`, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `ANALYZE orders`); err != nil {
+		t.Fatal(err)
+	}
+	b := NewBacklog(db.Pool, BacklogOptions{Network: network.Nile})
+	if err := b.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := b.Reading()
+	if r.Orders != 3 || !r.Oldest.Equal(t0) {
+		t.Fatalf("backlog %d orders, oldest %v; want 3, oldest %v", r.Orders, r.Oldest, t0)
+	}
+	var plan []byte
+	if err := db.Pool.QueryRow(ctx, `EXPLAIN (FORMAT JSON) `+backlogQuery, "nile").Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(plan), `"Index Name": "orders_undelivered"`) || strings.Contains(string(plan), `"Seq Scan"`) {
+		t.Fatalf("the backlog read does not go through orders_undelivered: %s", plan)
 	}
 }
