@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -162,4 +163,120 @@ func (l *Ledger) afterHolds(locked *LockedAccounts, holds []Hold) map[string]row
 		after[h.AccountID] = r
 	}
 	return after
+}
+
+// Group captures: the confirmation of several delivered orders in one transaction
+// (processors/orderflow, confirmation groups).
+
+// OrderCapture is one order's part of QueueOrderCaptures: its hold (placed for AccountID
+// under Ref), the amount posted from it, and the energy it delivered (added to the
+// account's lifetime energy_delegated, as AddOrderTotals does).
+type OrderCapture struct {
+	AccountID string
+	Ref       string
+	AmountSun int64
+	Energy    int64
+}
+
+// ErrGroupCapture is QueuedCaptures.Result's answer for a group that is not the plain case.
+var ErrGroupCapture = errors.New("ledger: a capture of the group is not the plain case")
+
+// QueuedCaptures is a group of captures sent in a pgx.Batch with other statements.
+type QueuedCaptures struct {
+	l               *Ledger
+	holds, postings int // asked
+	accounts        int // distinct accounts asked
+	capturedHolds   int64
+	writtenPostings int64
+	rows            map[string]row // the accounts after the group
+}
+
+// QueueOrderCaptures queues in b the confirmation's ledger work for several orders at once:
+// for each, CaptureHold of its hold and AddOrderTotals of its energy, as two statements for
+// the whole group, the first locking the accounts' rows (QueueLockAccounts). It is all or nothing, and only for the plain case: every hold placed
+// for its account with at least its amount, every account's reservation covering its
+// holds, no posting ref taken. Anything else (a repeat, a mistake) is ErrGroupCapture from
+// Result, after which the caller must roll its transaction back and capture one by one
+// (CaptureHold tells those cases apart). Invalid arguments are refused at once.
+func (l *Ledger) QueueOrderCaptures(b *pgx.Batch, cs []OrderCapture) (*QueuedCaptures, error) {
+	n := len(cs)
+	refs, accs, debits, postRefs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	amounts, energy := make([]int64, n), make([]int64, n)
+	distinct := map[string]bool{}
+	q := &QueuedCaptures{l: l, holds: n, rows: map[string]row{}}
+	for i, c := range cs {
+		if c.AmountSun < 0 || c.AmountSun > ledger.MaxAmountSun || c.Energy < 0 {
+			return nil, ledger.ErrAmount
+		}
+		if err := ledger.ValidateRef(c.Ref); err != nil {
+			return nil, err
+		}
+		debit, _, err := ledger.Legs(ledger.KindCapture, c.AccountID)
+		if err != nil {
+			return nil, err
+		}
+		refs[i], accs[i], debits[i], postRefs[i] = c.Ref, c.AccountID, debit, "capture:"+c.Ref
+		amounts[i], energy[i] = c.AmountSun, c.Energy
+		distinct[c.AccountID] = true
+		if c.AmountSun > 0 {
+			q.postings++
+		}
+	}
+	q.accounts = len(distinct)
+	_, credit, _ := ledger.Legs(ledger.KindCapture, "")
+	l.QueueLockAccounts(b, accs)
+	// The hold's whole amount leaves the reservation; the captured amount leaves the
+	// balance (the rest of the hold is released), as CaptureHold does.
+	b.Queue(`WITH u AS (
+			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[])
+				AS u(ref, account_id, amount, energy, debit, post_ref)
+		), h AS (
+			UPDATE ledger_holds h SET status = 'captured', captured_sun = u.amount, closed_at = now()
+			FROM u WHERE h.ref = u.ref AND h.account_id = u.account_id AND h.status = 'placed' AND h.amount_sun >= u.amount
+			RETURNING h.account_id, h.amount_sun AS held, u.amount, u.energy
+		), s AS (
+			SELECT account_id, sum(held) AS held, sum(amount) AS amount, sum(energy) AS energy FROM h GROUP BY account_id
+		), a AS (
+			UPDATE ledger_accounts a SET reserved_sun = a.reserved_sun - s.held, balance_sun = a.balance_sun - s.amount,
+				spent_sun = a.spent_sun + s.amount, energy_delegated = a.energy_delegated + s.energy, updated_at = now()
+			FROM s WHERE a.account_id = s.account_id AND a.reserved_sun >= s.held
+			RETURNING a.account_id, `+rowCols+`
+		), p AS (
+			INSERT INTO ledger_postings (ref, kind, debit, credit, amount_sun, account_id, reference_id, details)
+			SELECT post_ref, $7, debit, $8, amount, account_id, ref, '{}' FROM u WHERE amount > 0
+			ON CONFLICT (ref) DO NOTHING RETURNING 1
+		)
+		SELECT a.*, (SELECT count(*) FROM h), (SELECT count(*) FROM p) FROM a`,
+		refs, accs, amounts, energy, debits, postRefs, string(ledger.KindCapture), credit).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var acc string
+			var r row
+			if err := rows.Scan(&acc, &r.balance, &r.reserved, &r.threshold, &r.alerted, &q.capturedHolds, &q.writtenPostings); err != nil {
+				return err
+			}
+			q.rows[acc] = r
+		}
+		return rows.Err()
+	})
+	return q, nil
+}
+
+// Result checks the group after its batch ran (batchErr is the batch's error) and applies
+// the balance.low rule to each account. Any error leaves the caller's transaction to be
+// rolled back.
+func (q *QueuedCaptures) Result(ctx context.Context, tx pgx.Tx, batchErr error) error {
+	if batchErr != nil {
+		return conflict(batchErr)
+	}
+	if q.capturedHolds != int64(q.holds) || q.writtenPostings != int64(q.postings) || len(q.rows) != q.accounts {
+		return fmt.Errorf("%w: %d of %d holds captured, %d of %d postings written, %d of %d accounts covered", ErrGroupCapture,
+			q.capturedHolds, q.holds, q.writtenPostings, q.postings, len(q.rows), q.accounts)
+	}
+	for _, acc := range slices.Sorted(maps.Keys(q.rows)) {
+		if err := q.l.checkLow(ctx, tx, acc, q.rows[acc]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

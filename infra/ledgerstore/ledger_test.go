@@ -436,3 +436,98 @@ func TestCaptureNotCoveredLeavesTheTransactionAsItWas(t *testing.T) {
 		t.Fatalf("after the capture: %+v", s)
 	}
 }
+
+// captureGroup runs QueueOrderCaptures for cs in its own transaction, committed only when
+// Result accepts the group.
+func (e *env) captureGroup(t *testing.T, cs []ledgerstore.OrderCapture) error {
+	t.Helper()
+	return e.tx(t, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		q, err := e.l.QueueOrderCaptures(b, cs)
+		if err != nil {
+			return err
+		}
+		return q.Result(context.Background(), tx, tx.SendBatch(context.Background(), b).Close())
+	})
+}
+
+// A confirmation group captures its orders' holds as CaptureHold would one by one (the
+// whole hold leaves the reservation, the amount leaves the balance as a capture posting,
+// the energy counts), and anything but the plain case (a hold captured before, a
+// reservation that does not cover the holds) is refused as a whole, changing nothing.
+func TestGroupCaptureIsCaptureHoldForManyOrNothing(t *testing.T) {
+	e := newEnv(t, ledgerstore.Options{})
+	ctx := context.Background()
+	a, b := e.account(t), e.account(t)
+	e.adjust(t, a, 50_000_000, "seed-a")
+	e.adjust(t, b, 50_000_000, "seed-b")
+	for _, h := range []struct {
+		acc, ref string
+		sun      int64
+	}{{a, "ord_g1", 5_000_000}, {a, "ord_g2", 7_000_000}, {b, "ord_g3", 4_000_000}, {b, "ord_g4", 3_000_000}} {
+		if err := e.tx(t, func(tx pgx.Tx) error { return e.l.PlaceHold(ctx, tx, h.acc, h.ref, h.sun) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type figures struct{ balance, reserved, spent, energy int64 }
+	read := func(acc string) (f figures) {
+		t.Helper()
+		if err := e.db.Pool.QueryRow(ctx, `SELECT balance_sun, reserved_sun, spent_sun, energy_delegated FROM ledger_accounts
+			WHERE account_id = $1`, acc).Scan(&f.balance, &f.reserved, &f.spent, &f.energy); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	// ord_g4 was captured one by one before: a group holding it is refused whole.
+	if err := e.tx(t, func(tx pgx.Tx) error { return e.l.CaptureHold(ctx, tx, "ord_g4", 3_000_000) }); err != nil {
+		t.Fatal(err)
+	}
+	beforeA, beforeB := read(a), read(b)
+	err := e.captureGroup(t, []ledgerstore.OrderCapture{{AccountID: a, Ref: "ord_g1", AmountSun: 5_000_000},
+		{AccountID: b, Ref: "ord_g4", AmountSun: 3_000_000}})
+	if !errors.Is(err, ledgerstore.ErrGroupCapture) {
+		t.Fatalf("group with a hold captured before: %v, want ErrGroupCapture", err)
+	}
+	if read(a) != beforeA || read(b) != beforeB {
+		t.Fatalf("a refused group changed the accounts: %+v %+v, were %+v %+v", read(a), read(b), beforeA, beforeB)
+	}
+	// A reservation that does not cover the holds (what a bug elsewhere would leave).
+	err = e.tx(t, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE ledger_accounts SET reserved_sun = 1 WHERE account_id = $1`, a); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		q, err := e.l.QueueOrderCaptures(b, []ledgerstore.OrderCapture{{AccountID: a, Ref: "ord_g1", AmountSun: 5_000_000}})
+		if err != nil {
+			return err
+		}
+		return q.Result(ctx, tx, tx.SendBatch(ctx, b).Close())
+	})
+	if !errors.Is(err, ledgerstore.ErrGroupCapture) {
+		t.Fatalf("group over a missing reservation: %v, want ErrGroupCapture", err)
+	}
+	// The plain case: ord_g2 captured in part (the rest of its hold released).
+	if err := e.captureGroup(t, []ledgerstore.OrderCapture{{AccountID: a, Ref: "ord_g1", AmountSun: 5_000_000, Energy: 65_000},
+		{AccountID: a, Ref: "ord_g2", AmountSun: 6_000_000, Energy: 130_000},
+		{AccountID: b, Ref: "ord_g3", AmountSun: 4_000_000}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(a), (figures{balance: 39_000_000, reserved: 0, spent: 11_000_000, energy: 195_000}); got != want {
+		t.Fatalf("account a after the group: %+v, want %+v", got, want)
+	}
+	if got, want := read(b), (figures{balance: 43_000_000, reserved: 0, spent: 7_000_000, energy: 0}); got != want {
+		t.Fatalf("account b after the group: %+v, want %+v", got, want)
+	}
+	var postings int
+	if err := e.db.Pool.QueryRow(ctx, `SELECT count(*) FROM ledger_postings WHERE kind = 'capture' AND ref LIKE 'capture:ord_g%'`).
+		Scan(&postings); err != nil {
+		t.Fatal(err)
+	}
+	if postings != 4 {
+		t.Fatalf("%d capture postings, want 4", postings)
+	}
+	// Once captured, the same group again is not the plain case.
+	if err := e.captureGroup(t, []ledgerstore.OrderCapture{{AccountID: b, Ref: "ord_g3", AmountSun: 4_000_000}}); !errors.Is(err, ledgerstore.ErrGroupCapture) {
+		t.Fatalf("the group again: %v, want ErrGroupCapture", err)
+	}
+}

@@ -338,6 +338,39 @@ func Confirm(ctx context.Context, tx pgx.Tx, orderID string, d Delivery) (Row, e
 	return row, err
 }
 
+// ConfirmMany queues Confirm for several orders locked in the transaction (ids[i] with
+// ds[i]) as one statement; the orders as they are after it fill the returned slice, in id
+// order, once Send returned.
+func (w *Writes) ConfirmMany(ids []string, ds []Delivery) *[]Row {
+	n := len(ids)
+	delivered, partial, refund := make([]int64, n), make([]bool, n), make([]int64, n)
+	at, expires := make([]time.Time, n), make([]*time.Time, n)
+	for i, d := range ds {
+		delivered[i], partial[i], refund[i], at[i], expires[i] = d.Delivered, d.Partial, d.RefundSun, d.DelegatedAt, d.ExpiresAt
+	}
+	out := &[]Row{}
+	w.queue(`WITH c AS (
+			UPDATE orders o SET status = 'active', delivered_amount = u.delivered, partial = u.partial,
+				refunded_amount_sun = o.refunded_amount_sun + u.refund, delegated_at = u.at, expires_at = u.expires,
+				next_due_at = u.expires, updated_at = now()
+			FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::bigint[], $5::timestamptz[], $6::timestamptz[])
+				AS u(id, delivered, partial, refund, at, expires)
+			WHERE o.id = u.id RETURNING o.*
+		)
+		SELECT `+columns+` FROM c ORDER BY id`, ids, delivered, partial, refund, at, expires).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scan(rows)
+			if err != nil {
+				return err
+			}
+			*out = append(*out, r)
+		}
+		return rows.Err()
+	})
+	return out
+}
+
 // End ends a rental: status expired or reclaimed, with the undelegation's hash (nil when
 // nothing of ours was delegated), at at.
 func End(ctx context.Context, tx pgx.Tx, orderID string, to orders.Status, reclaimHash *string, at time.Time) error {

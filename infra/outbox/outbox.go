@@ -44,22 +44,57 @@ type Execer interface {
 // (e.g. data.order_id) and, failing that, the envelope's account_id. The value is the JSON
 // envelope: the same bytes go to Kafka and, later, to webhooks.
 func Insert(ctx context.Context, tx Execer, env events.Envelope) error {
-	topic, ok := topics.ForEvent(env.Event)
-	if !ok {
-		return fmt.Errorf("outbox: no topic for event type %q", env.Event)
-	}
-	if env.EventID == "" {
-		return errors.New("outbox: event without event_id")
-	}
-	key, err := keyOf(topic, env)
+	r, err := eventRecord(env)
 	if err != nil {
 		return err
 	}
+	return insertRecord(ctx, tx, r.topic, r.key, r.value, r.headers)
+}
+
+// record is one outbox row.
+type record struct {
+	topic   topics.Topic
+	key     string
+	value   []byte
+	headers map[string]string
+}
+
+// eventRecord is the outbox row of a customer event (see Insert).
+func eventRecord(env events.Envelope) (record, error) {
+	topic, ok := topics.ForEvent(env.Event)
+	if !ok {
+		return record{}, fmt.Errorf("outbox: no topic for event type %q", env.Event)
+	}
+	if env.EventID == "" {
+		return record{}, errors.New("outbox: event without event_id")
+	}
+	key, err := keyOf(topic, env)
+	if err != nil {
+		return record{}, err
+	}
 	value, err := json.Marshal(env)
 	if err != nil {
-		return fmt.Errorf("outbox: %w", err)
+		return record{}, fmt.Errorf("outbox: %w", err)
 	}
-	return insertRecord(ctx, tx, topic, key, value, map[string]string{HeaderEvent: env.Event, HeaderEventID: env.EventID})
+	return record{topic: topic, key: key, value: value, headers: map[string]string{HeaderEvent: env.Event, HeaderEventID: env.EventID}}, nil
+}
+
+// QueueEvents queues in b the insert of customer events as Insert writes each, in one
+// statement, in the order given (a group confirming many orders announces them together).
+func QueueEvents(b *pgx.Batch, envs []events.Envelope) error {
+	n := len(envs)
+	names, keys, values, headers := make([]string, n), make([]string, n), make([][]byte, n), make([]map[string]string, n)
+	for i, env := range envs {
+		r, err := eventRecord(env)
+		if err != nil {
+			return err
+		}
+		names[i], keys[i], values[i], headers[i] = r.topic.Name, r.key, r.value, r.headers
+	}
+	b.Queue(insertInto+`
+		SELECT topic, key, value, headers FROM unnest($1::text[], $2::text[], $3::bytea[], $4::jsonb[]) WITH ORDINALITY
+			AS u(topic, key, value, headers, i) ORDER BY i`, names, keys, values, headers)
+	return nil
 }
 
 // InsertRecord adds an internal record (a chain fact, an intent) to the outbox inside tx.

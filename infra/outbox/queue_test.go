@@ -2,12 +2,15 @@ package outbox_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"rental/infra/outbox"
 	"rental/infra/testenv"
+	"rental/schemas/events"
+	"rental/schemas/network"
 	"rental/schemas/topics"
 )
 
@@ -63,6 +66,51 @@ func TestQueueRecordsWritesInOrder(t *testing.T) {
 	empty := &pgx.Batch{}
 	if err := outbox.QueueRecords(empty, topics.OrderIntents, []string{"k", ""}, [][]byte{nil, nil}, nil); err == nil || empty.Len() != 0 {
 		t.Fatalf("a record without a key: err %v, %d statements queued", err, empty.Len())
+	}
+}
+
+// Events queued together are the rows Insert writes one by one (topic by event type, key
+// by entity, the envelope as value, event and event id headers), in the order given; an
+// event without a topic is refused before anything is queued.
+func TestQueueEventsWritesWhatInsertWrites(t *testing.T) {
+	db := testenv.Postgres(t)
+	ctx := context.Background()
+	order := orderEvent(t, "ord_q1", 1)
+	balance, err := events.New("balance.low", "acc_q", network.Nile, map[string]any{"balance_sun": 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs := []events.Envelope{order, balance, orderEvent(t, "ord_q2", 2)}
+	err = pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		for _, env := range envs {
+			if err := outbox.Insert(ctx, tx, env); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := readRecords(t, ctx, db.Pool)
+	if _, err := db.Pool.Exec(ctx, `DELETE FROM outbox`); err != nil {
+		t.Fatal(err)
+	}
+	b := &pgx.Batch{}
+	if err := outbox.QueueEvents(b, envs); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Pool.SendBatch(ctx, b).Close(); err != nil {
+		t.Fatal(err)
+	}
+	many := readRecords(t, ctx, db.Pool)
+	if len(one) != 3 || !reflect.DeepEqual(one, many) {
+		t.Fatalf("queued together:\n%+v\none by one:\n%+v", many, one)
+	}
+	bad := &pgx.Batch{}
+	unroutable, _ := events.New("no.such", "acc_q", network.Nile, map[string]any{})
+	if err := outbox.QueueEvents(bad, []events.Envelope{order, unroutable}); err == nil || bad.Len() != 0 {
+		t.Fatalf("an unroutable event: err %v, %d statements queued", err, bad.Len())
 	}
 }
 

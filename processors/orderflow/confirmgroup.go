@@ -3,13 +3,19 @@ package orderflow
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"rental/infra/ledgerstore"
 	"rental/infra/orderstore"
+	"rental/infra/outbox"
 	"rental/infra/tron"
+	"rental/schemas/events"
 	"rental/schemas/orders"
 )
 
@@ -20,9 +26,10 @@ import (
 // applied and their orders confirmed in one transaction: BEGIN, the orders' locks
 // (skipping any a step holds), every fact's block result, the orders' journals and fills
 // in one round trip; the receivers' delegations verified on chain for every order before
-// anything is written that other work waits on (the ledger's account rows); then the fills'
-// new states in one statement, each order's confirmation (capture, totals, the order
-// active, order.confirmed) and one COMMIT. An order the group cannot confirm outright (a
+// anything is written that other work waits on (the ledger's account rows); then, in one
+// round trip, the fills' new states, the captures and lifetime totals of every order (the
+// accounts' rows locked in account order), the orders made active; and in a second, their
+// order.confirmed events and COMMIT. An order the group cannot confirm outright (a
 // fill still waiting for its block, nothing landed, a receiver not showing the delegation
 // yet, not delegated) is left to its own step, which the fact's worker runs as before; its
 // fact is applied by the group either way, as ApplyBlockResult would. Should the group's
@@ -136,19 +143,13 @@ func (f *Flow) factGroup(ctx context.Context, rs []*factReq) error {
 	}
 	if len(ids) > 0 {
 		w.FillStates(ids, seqs, states)
-		if err := w.Send(ctx, tx); err != nil {
-			return err
-		}
+	}
+	if err := f.confirmMany(ctx, tx, &w, plans); err != nil {
+		return err
 	}
 	confirmed := map[string]bool{}
 	for _, p := range plans {
-		if err := f.confirm(ctx, tx, p.o, p.delivered, p.firstBlock); err != nil {
-			return err
-		}
 		confirmed[p.o.ID] = true
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return err
 	}
 	if len(confirmed) > 0 {
 		f.factGroupSize.Observe(float64(len(confirmed)))
@@ -158,6 +159,76 @@ func (f *Flow) factGroup(ctx context.Context, rs []*factReq) error {
 	}
 	for _, r := range rs {
 		r.handled = confirmed[l.OrderOf[r.fact.TxID]]
+	}
+	return nil
+}
+
+// confirmMany is confirm for every order of plans, after the statements already in w, in
+// two round trips whatever their number (three with partial refunds): the captures and
+// lifetime totals (ledgerstore.QueueOrderCaptures), the orders made active, then their
+// order.confirmed events with COMMIT. A capture that is not the plain case fails the
+// group: its orders are confirmed one by one, where each case is told apart.
+func (f *Flow) confirmMany(ctx context.Context, tx pgx.Tx, w *orderstore.Writes, plans []*confirmPlan) error {
+	now := f.o.Now()
+	n := len(plans)
+	ids, ds, cs := make([]string, n), make([]orderstore.Delivery, n), make([]ledgerstore.OrderCapture, n)
+	for i, p := range plans {
+		ids[i], ds[i] = p.o.ID, deliveryOf(p.o, p.delivered, p.firstBlock, now)
+		cs[i] = ledgerstore.OrderCapture{AccountID: p.o.AccountID, Ref: p.o.ID, AmountSun: p.o.ChargedAmountSun}
+		if p.o.Resource == orders.Energy {
+			cs[i].Energy = ds[i].Delivered
+		}
+	}
+	var rows *[]orderstore.Row
+	var captures *ledgerstore.QueuedCaptures
+	var qerr error
+	if n > 0 {
+		w.With(func(b *pgx.Batch) { captures, qerr = f.o.Ledger.QueueOrderCaptures(b, cs) })
+		if qerr != nil {
+			return qerr
+		}
+		rows = w.ConfirmMany(ids, ds)
+	}
+	if w.Len() > 0 {
+		err := w.Send(ctx, tx)
+		if captures != nil {
+			err = captures.Result(ctx, tx, err)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if n == 0 {
+		return tx.Commit(ctx)
+	}
+	byID := map[string]orderstore.Row{}
+	for _, r := range *rows {
+		byID[r.ID] = r
+	}
+	envs := make([]events.Envelope, 0, n)
+	for i, p := range plans {
+		row, ok := byID[p.o.ID]
+		if !ok {
+			return fmt.Errorf("confirm %s: %w", p.o.ID, orderstore.ErrNotFound)
+		}
+		if err := f.refundPartial(ctx, tx, p.o, ds[i]); err != nil {
+			return err
+		}
+		env, err := f.event(row, orders.EventConfirmed, row.Record.Confirmed())
+		if err != nil {
+			return err
+		}
+		envs = append(envs, env)
+	}
+	w.With(func(b *pgx.Batch) { qerr = outbox.QueueEvents(b, envs) })
+	if qerr != nil {
+		return qerr
+	}
+	if err := w.SendCommit(ctx, tx); err != nil {
+		return err
+	}
+	for _, p := range plans {
+		f.confirmed(p.o, now)
 	}
 	return nil
 }

@@ -401,12 +401,21 @@ func (f *Flow) wait(ctx context.Context, tx pgx.Tx, o orderstore.Row, due time.T
 
 // emit writes an order event into the outbox in tx.
 func (f *Flow) emit(ctx context.Context, tx pgx.Tx, o orderstore.Row, typ string, data any) error {
-	env, err := events.New(typ, o.AccountID, o.Network, data)
+	env, err := f.event(o, typ, data)
 	if err != nil {
 		return err
 	}
-	env.Test = o.Test
 	return outbox.Insert(ctx, tx, env)
+}
+
+// event is the customer event typ of order o.
+func (f *Flow) event(o orderstore.Row, typ string, data any) (events.Envelope, error) {
+	env, err := events.New(typ, o.AccountID, o.Network, data)
+	if err != nil {
+		return events.Envelope{}, err
+	}
+	env.Test = o.Test
+	return env, nil
 }
 
 // setDue sets the order's next look.

@@ -76,13 +76,14 @@ func TestBurstOfOrdersDeliveredAndConfirmedInGroups(t *testing.T) {
 
 // The chain facts of many orders handled at the same moment (one block confirms them all)
 // are applied and their orders confirmed together: each order active once, with one
-// order.confirmed, its delegation verified on the receiver, and the ledger invariants hold.
+// order.confirmed, its delegation verified on the receiver, each account charged exactly
+// its orders' prices with its delivered energy counted, and the ledger invariants hold.
 // The processor is driven through its handlers, as its consumers call them.
 func TestFactsArrivingTogetherConfirmTheirOrdersTogether(t *testing.T) {
 	const n = 24
 	e := newEnv(t)
 	ctx := context.Background()
-	acc := e.account(10_000)
+	accs := []string{e.account(10_000), e.account(10_000), e.account(10_000)}
 	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools,
 		LandGrace: time.Minute, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Now: e.clock.Now, Logger: quiet(),
 		Registerer: prometheus.NewRegistry()})
@@ -94,8 +95,11 @@ func TestFactsArrivingTogetherConfirmTheirOrdersTogether(t *testing.T) {
 	}
 	want := map[string]bool{}
 	ids := make([]string, n)
+	accOf := map[string]string{}
 	for i := range ids {
+		acc := accs[i%len(accs)]
 		ids[i] = e.order(acc, orderSpec{resource: orders.Energy, amount: 65_000, tier: "1h", receiver: e.receiver(true)}).ID
+		accOf[ids[i]] = acc
 		v, _ := json.Marshal(orderstore.Intent{OrderID: ids[i], Kind: orderstore.IntentProcess})
 		if err := f.HandleIntent(ctx, &kgo.Record{Value: v}); err != nil {
 			t.Fatal(err)
@@ -138,17 +142,28 @@ func TestFactsArrivingTogetherConfirmTheirOrdersTogether(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	charged := map[string]int64{}
 	for _, id := range ids {
-		row := e.waitStatus(acc, id, 10*time.Second, orders.Active, orders.Failed)
+		row := e.waitStatus(accOf[id], id, 10*time.Second, orders.Active, orders.Failed)
 		if row.Status != orders.Active || row.DeliveredAmount != 65_000 {
 			t.Fatalf("order %s: %+v", id, row.Record)
 		}
 		if evs := e.events(id); len(evs) != 1 || evs[0].Event != orders.EventConfirmed {
 			t.Fatalf("order %s: events %v, want one order.confirmed", id, evs)
 		}
+		charged[accOf[id]] += row.ChargedAmountSun
 	}
-	if _, res := e.balance(acc); res != 0 {
-		t.Fatalf("%d SUN still reserved", res)
+	for _, acc := range accs {
+		bal, res := e.balance(acc)
+		var spent, energy int64
+		if err := e.db.Pool.QueryRow(ctx, `SELECT spent_sun, energy_delegated FROM ledger_accounts WHERE account_id = $1`, acc).
+			Scan(&spent, &energy); err != nil {
+			t.Fatal(err)
+		}
+		if res != 0 || bal != 10_000*tron.SunPerTRX-charged[acc] || spent != charged[acc] || energy != int64(n/len(accs))*65_000 {
+			t.Fatalf("account %s: balance %d, reserved %d, spent %d, energy delegated %d; want %d, 0, %d, %d", acc, bal, res, spent, energy,
+				10_000*tron.SunPerTRX-charged[acc], charged[acc], n/len(accs)*65_000)
+		}
 	}
 	e.invariants()
 	var m dto.Metric

@@ -138,48 +138,67 @@ func (f *Flow) verifyDelivered(ctx context.Context, o orderstore.Row, byPool map
 // delivery, the totals, order.confirmed, the order active and its expiry timer.
 func (f *Flow) confirm(ctx context.Context, tx pgx.Tx, o orderstore.Row, delivered int64, firstBlock *time.Time) error {
 	now := f.o.Now()
-	at := now
-	if firstBlock != nil && firstBlock.Before(now) {
-		at = *firstBlock // the chain's clock, unless a simulated chain runs ahead of the wall
-	}
-	at = at.UTC().Truncate(time.Millisecond)
+	d := deliveryOf(o, delivered, firstBlock, now)
 	if err := f.o.Ledger.CaptureHold(ctx, tx, o.ID, o.ChargedAmountSun); err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
-	var refund int64
-	partial := false
-	if o.Resource != orders.Activation {
-		partial = delivered < o.Amount
-		refund = orders.ProRataRefund(o.EnergyAmountSun, o.Amount, delivered)
-		if refund > 0 {
-			if err := f.o.Ledger.Refund(ctx, tx, o.AccountID, "partial_delivery:"+o.ID, refund, "partial_delivery", o.ID); err != nil {
-				return fmt.Errorf("partial refund: %w", err)
-			}
-		}
-		if o.Resource == orders.Energy {
-			if err := f.o.Ledger.AddOrderTotals(ctx, tx, o.AccountID, 0, delivered); err != nil {
-				return err
-			}
-		}
-	} else {
-		delivered = o.Amount
+	if err := f.refundPartial(ctx, tx, o, d); err != nil {
+		return err
 	}
-	var expires *time.Time
-	if o.DurationSeconds != nil {
-		t := at.Add(time.Duration(*o.DurationSeconds) * time.Second)
-		expires = &t
+	if o.Resource == orders.Energy {
+		if err := f.o.Ledger.AddOrderTotals(ctx, tx, o.AccountID, 0, d.Delivered); err != nil {
+			return err
+		}
 	}
 	// Confirmed, and at once active (the spec's automatic step): both in this transaction,
 	// so the order is due next at its expiry (an activation never).
-	row, err := orderstore.Confirm(ctx, tx, o.ID, orderstore.Delivery{Delivered: delivered, Partial: partial, RefundSun: refund,
-		DelegatedAt: at, ExpiresAt: expires})
+	row, err := orderstore.Confirm(ctx, tx, o.ID, d)
 	if err != nil {
 		return err
 	}
+	f.confirmed(o, now)
+	return f.emit(ctx, tx, row, orders.EventConfirmed, row.Record.Confirmed())
+}
+
+// deliveryOf is what confirming o records: delivered units (an activation's whole amount),
+// partial and its pro-rata refund, delegated at the block of the first delegation that
+// landed (now, should a simulated chain run ahead of the wall), and the expiry a tier
+// gives.
+func deliveryOf(o orderstore.Row, delivered int64, firstBlock *time.Time, now time.Time) orderstore.Delivery {
+	at := now
+	if firstBlock != nil && firstBlock.Before(now) {
+		at = *firstBlock
+	}
+	d := orderstore.Delivery{Delivered: delivered, DelegatedAt: at.UTC().Truncate(time.Millisecond)}
+	if o.Resource == orders.Activation {
+		d.Delivered = o.Amount
+	} else {
+		d.Partial = delivered < o.Amount
+		d.RefundSun = orders.ProRataRefund(o.EnergyAmountSun, o.Amount, delivered)
+	}
+	if o.DurationSeconds != nil {
+		t := d.DelegatedAt.Add(time.Duration(*o.DurationSeconds) * time.Second)
+		d.ExpiresAt = &t
+	}
+	return d
+}
+
+// refundPartial credits back what a partial delivery did not deliver (d.RefundSun).
+func (f *Flow) refundPartial(ctx context.Context, tx pgx.Tx, o orderstore.Row, d orderstore.Delivery) error {
+	if d.RefundSun <= 0 {
+		return nil
+	}
+	if err := f.o.Ledger.Refund(ctx, tx, o.AccountID, "partial_delivery:"+o.ID, d.RefundSun, "partial_delivery", o.ID); err != nil {
+		return fmt.Errorf("partial refund: %w", err)
+	}
+	return nil
+}
+
+// confirmed counts a confirmation (to confirmed, then active) and its time from acceptance.
+func (f *Flow) confirmed(o orderstore.Row, now time.Time) {
 	f.transitions.WithLabelValues(string(orders.Confirmed)).Inc()
 	f.transitions.WithLabelValues(string(orders.Active)).Inc()
 	f.deliverySec.Observe(now.Sub(time.Time(o.CreatedAt)).Seconds())
-	return f.emit(ctx, tx, row, orders.EventConfirmed, row.Record.Confirmed())
 }
 
 // landedOrDropped decides about a broadcast transaction the node does not show in a
