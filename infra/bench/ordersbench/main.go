@@ -929,7 +929,9 @@ func (p *pipeline) sampleWaits(ctx context.Context, d time.Duration) <-chan stri
 type backendTimes map[int]int64
 
 // backendCPU reads the CPU time of the bench database's backends (/proc, same machine).
-// Given an earlier reading it returns the difference, over the backends present in both.
+// Given an earlier reading it returns the difference; a backend not in that reading was
+// started since (a pool grew under load), so all of its time counts. A backend that ended
+// in between is not counted.
 func (p *pipeline) backendCPU(ctx context.Context, before backendTimes) backendTimes {
 	out := backendTimes{}
 	rows, err := p.setupPool.Query(ctx, `SELECT pid, coalesce(nullif(application_name, ''), backend_type) FROM pg_stat_activity WHERE datname = current_database()`)
@@ -971,9 +973,7 @@ func (p *pipeline) backendCPU(ctx context.Context, before backendTimes) backendT
 	}
 	diff := backendTimes{}
 	for pid, t := range out {
-		if t0, ok := before[pid]; ok {
-			diff[pid] = t - t0
-		}
+		diff[pid] = t - before[pid]
 	}
 	return diff
 }
