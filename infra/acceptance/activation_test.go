@@ -23,13 +23,7 @@ func TestActivationCacheKeepsKnownActivatedThroughNodeOutage(t *testing.T) {
 		return a
 	}
 	active, inactive, unseen := addr(), addr(), addr()
-	sim, err := tronsim.New(tronsim.Options{Network: network.Nile,
-		Genesis: []tronsim.GenesisAccount{{Address: active, BalanceSun: 5_000_000}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	node := httptest.NewServer(sim.Handler())
+	_, node := nodeWithAccount(t, active)
 	now := time.Now()
 	clock := func() time.Time { return now }
 	c := NewActivationCache(tron.NewClient(node.URL), time.Second, 2*time.Second, clock)
@@ -74,13 +68,7 @@ func TestActivationCacheKeepsActivatedLongerThanNotActivated(t *testing.T) {
 	active[0], later[0] = 0x41, 0x41
 	_, _ = rand.Read(active[1:])
 	_, _ = rand.Read(later[1:])
-	sim, err := tronsim.New(tronsim.Options{Network: network.Nile,
-		Genesis: []tronsim.GenesisAccount{{Address: active, BalanceSun: 5_000_000}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	node := httptest.NewServer(sim.Handler())
+	sim, node := nodeWithAccount(t, active)
 	t.Cleanup(node.Close)
 	now := time.Now()
 	reads := &countingReader{AccountReader: tron.NewClient(node.URL)}
@@ -108,4 +96,16 @@ func TestActivationCacheKeepsActivatedLongerThanNotActivated(t *testing.T) {
 	ask(later, true, 3) // not activated was stale after 5 s: read again, now activated
 	now = now.Add(2 * time.Minute)
 	ask(active, true, 4) // 11 minutes after its read: read again
+}
+
+// nodeWithAccount is a simulated node over HTTP on which active is an activated account.
+func nodeWithAccount(t *testing.T, active tron.Address) (*tronsim.Sim, *httptest.Server) {
+	t.Helper()
+	sim, err := tronsim.New(tronsim.Options{Network: network.Nile,
+		Genesis: []tronsim.GenesisAccount{{Address: active, BalanceSun: 5_000_000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	return sim, httptest.NewServer(sim.Handler())
 }

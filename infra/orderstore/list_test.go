@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"rental/infra/testenv"
-	"rental/schemas/events"
 	"rental/schemas/network"
 	"rental/schemas/orders"
 )
@@ -38,10 +37,7 @@ func insertOrders(t *testing.T, db *testenv.DB, account string, n int, at func(i
 func TestListKeysetAndReceiverEnergy(t *testing.T) {
 	db := testenv.Postgres(t)
 	ctx := context.Background()
-	acc := events.NewID("acc")
-	if _, err := db.Pool.Exec(ctx, `INSERT INTO accounts (id, network, owner_address) VALUES ($1, 'nile', 'Towner')`, acc); err != nil {
-		t.Fatal(err)
-	}
+	acc := testAccount(t, db.Pool)
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	// Five orders in one millisecond and five a millisecond later: ties go by id.
 	ids := insertOrders(t, db, acc, 10, func(i int) time.Time { return t0.Add(time.Duration(i/5) * time.Millisecond) })
@@ -125,10 +121,7 @@ func TestListKeysetAndReceiverEnergy(t *testing.T) {
 func TestDeliveryStatsOfTheLastHour(t *testing.T) {
 	db := testenv.Postgres(t)
 	ctx := context.Background()
-	acc := events.NewID("acc")
-	if _, err := db.Pool.Exec(ctx, `INSERT INTO accounts (id, network, owner_address) VALUES ($1, 'nile', 'Towner')`, acc); err != nil {
-		t.Fatal(err)
-	}
+	acc := testAccount(t, db.Pool)
 	now := time.Now()
 	ids := insertOrders(t, db, acc, 5, func(i int) time.Time {
 		if i == 4 {
@@ -173,10 +166,7 @@ func TestDeliveryStatsOfTheLastHour(t *testing.T) {
 func TestBacklogReadsOnlyUndeliveredOrders(t *testing.T) {
 	db := testenv.Postgres(t)
 	ctx := context.Background()
-	acc := events.NewID("acc")
-	if _, err := db.Pool.Exec(ctx, `INSERT INTO accounts (id, network, owner_address) VALUES ($1, 'nile', 'Towner')`, acc); err != nil {
-		t.Fatal(err)
-	}
+	acc := testAccount(t, db.Pool)
 	t0 := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
 	ids := insertOrders(t, db, acc, 3, func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) })
 	// 5,000 delivered orders, copies of the first with their own ids: half of them active,
