@@ -329,18 +329,20 @@ type Delivery struct {
 // never stored), due at its expiry; it returns the order as it is after it, in the same
 // round trip.
 func Confirm(ctx context.Context, tx pgx.Tx, orderID string, d Delivery) (Row, error) {
-	row, err := scan(tx.QueryRow(ctx, `UPDATE orders SET status = 'active', delivered_amount = $2, partial = $3,
-			refunded_amount_sun = refunded_amount_sun + $4, delegated_at = $5, expires_at = $6, next_due_at = $6, updated_at = now()
-		WHERE id = $1 RETURNING `+columns, orderID, d.Delivered, d.Partial, d.RefundSun, d.DelegatedAt, d.ExpiresAt))
-	if errors.Is(err, pgx.ErrNoRows) {
+	var w Writes
+	rows := w.ConfirmMany([]string{orderID}, []Delivery{d})
+	if err := w.Send(ctx, tx); err != nil {
+		return Row{}, err
+	}
+	if len(*rows) == 0 {
 		return Row{}, ErrNotFound
 	}
-	return row, err
+	return (*rows)[0], nil
 }
 
-// ConfirmMany queues Confirm for several orders locked in the transaction (ids[i] with
-// ds[i]) as one statement; the orders as they are after it fill the returned slice, in id
-// order, once Send returned.
+// ConfirmMany queues the confirmation of several orders locked in the transaction (ids[i]
+// with ds[i]; what Confirm records, Confirm being this for one order) as one statement;
+// the orders as they are after it fill the returned slice, in id order, once Send returned.
 func (w *Writes) ConfirmMany(ids []string, ds []Delivery) *[]Row {
 	n := len(ids)
 	delivered, partial, refund := make([]int64, n), make([]bool, n), make([]int64, n)

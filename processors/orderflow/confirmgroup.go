@@ -169,6 +169,9 @@ func (f *Flow) factGroup(ctx context.Context, rs []*factReq) error {
 // order.confirmed events with COMMIT. A capture that is not the plain case fails the
 // group: its orders are confirmed one by one, where each case is told apart.
 func (f *Flow) confirmMany(ctx context.Context, tx pgx.Tx, w *orderstore.Writes, plans []*confirmPlan) error {
+	if len(plans) == 0 {
+		return tx.Commit(ctx) // nothing to confirm: the facts BeginFacts applied, and w is empty
+	}
 	now := f.o.Now()
 	n := len(plans)
 	ids, ds, cs := make([]string, n), make([]orderstore.Delivery, n), make([]ledgerstore.OrderCapture, n)
@@ -179,27 +182,15 @@ func (f *Flow) confirmMany(ctx context.Context, tx pgx.Tx, w *orderstore.Writes,
 			cs[i].Energy = ds[i].Delivered
 		}
 	}
-	var rows *[]orderstore.Row
 	var captures *ledgerstore.QueuedCaptures
 	var qerr error
-	if n > 0 {
-		w.With(func(b *pgx.Batch) { captures, qerr = f.o.Ledger.QueueOrderCaptures(b, cs) })
-		if qerr != nil {
-			return qerr
-		}
-		rows = w.ConfirmMany(ids, ds)
+	w.With(func(b *pgx.Batch) { captures, qerr = f.o.Ledger.QueueOrderCaptures(b, cs) })
+	if qerr != nil {
+		return qerr
 	}
-	if w.Len() > 0 {
-		err := w.Send(ctx, tx)
-		if captures != nil {
-			err = captures.Result(ctx, tx, err)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if n == 0 {
-		return tx.Commit(ctx)
+	rows := w.ConfirmMany(ids, ds)
+	if err := captures.Result(ctx, tx, w.Send(ctx, tx)); err != nil {
+		return err
 	}
 	byID := map[string]orderstore.Row{}
 	for _, r := range *rows {
