@@ -39,4 +39,4 @@ trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/ordersbench" ./infra/bench/ordersbench
 # The program stops everything it started and drops its database by itself; the timeout
 # only guards against a hang (SIGTERM first, which it handles, then SIGKILL).
-timeout -k 30s 20m "$tmp/ordersbench"
+timeout -k 30s 30m "$tmp/ordersbench"

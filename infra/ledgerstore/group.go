@@ -225,28 +225,7 @@ func (l *Ledger) QueueOrderCaptures(b *pgx.Batch, cs []OrderCapture) (*QueuedCap
 	q.accounts = len(distinct)
 	_, credit, _ := ledger.Legs(ledger.KindCapture, "")
 	l.QueueLockAccounts(b, accs)
-	// The hold's whole amount leaves the reservation; the captured amount leaves the
-	// balance (the rest of the hold is released), as CaptureHold does.
-	b.Queue(`WITH u AS (
-			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[])
-				AS u(ref, account_id, amount, energy, debit, post_ref)
-		), h AS (
-			UPDATE ledger_holds h SET status = 'captured', captured_sun = u.amount, closed_at = now()
-			FROM u WHERE h.ref = u.ref AND h.account_id = u.account_id AND h.status = 'placed' AND h.amount_sun >= u.amount
-			RETURNING h.account_id, h.amount_sun AS held, u.amount, u.energy
-		), s AS (
-			SELECT account_id, sum(held) AS held, sum(amount) AS amount, sum(energy) AS energy FROM h GROUP BY account_id
-		), a AS (
-			UPDATE ledger_accounts a SET reserved_sun = a.reserved_sun - s.held, balance_sun = a.balance_sun - s.amount,
-				spent_sun = a.spent_sun + s.amount, energy_delegated = a.energy_delegated + s.energy, updated_at = now()
-			FROM s WHERE a.account_id = s.account_id AND a.reserved_sun >= s.held
-			RETURNING a.account_id, `+rowCols+`
-		), p AS (
-			INSERT INTO ledger_postings (ref, kind, debit, credit, amount_sun, account_id, reference_id, details)
-			SELECT post_ref, $7, debit, $8, amount, account_id, ref, '{}' FROM u WHERE amount > 0
-			ON CONFLICT (ref) DO NOTHING RETURNING 1
-		)
-		SELECT a.*, (SELECT count(*) FROM h), (SELECT count(*) FROM p) FROM a`,
+	b.Queue(groupCaptureSQL,
 		refs, accs, amounts, energy, debits, postRefs, string(ledger.KindCapture), credit).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
 		for rows.Next() {
@@ -261,6 +240,30 @@ func (l *Ledger) QueueOrderCaptures(b *pgx.Batch, cs []OrderCapture) (*QueuedCap
 	})
 	return q, nil
 }
+
+// groupCaptureSQL captures a group's holds: the hold's whole amount leaves the reservation,
+// the captured amount leaves the balance (the rest of the hold is released), as
+// CaptureHold does. The holds are found by their key, the status a guard (pg/plans.go).
+const groupCaptureSQL = `WITH u AS (
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[])
+			AS u(ref, account_id, amount, energy, debit, post_ref)
+	), h AS (
+		UPDATE ledger_holds h SET status = 'captured', captured_sun = u.amount, closed_at = now()
+		FROM u WHERE h.ref = u.ref AND h.account_id = u.account_id AND (h.status = 'placed') IS TRUE AND h.amount_sun >= u.amount
+		RETURNING h.account_id, h.amount_sun AS held, u.amount, u.energy
+	), s AS (
+		SELECT account_id, sum(held) AS held, sum(amount) AS amount, sum(energy) AS energy FROM h GROUP BY account_id
+	), a AS (
+		UPDATE ledger_accounts a SET reserved_sun = a.reserved_sun - s.held, balance_sun = a.balance_sun - s.amount,
+			spent_sun = a.spent_sun + s.amount, energy_delegated = a.energy_delegated + s.energy, updated_at = now()
+		FROM s WHERE a.account_id = s.account_id AND a.reserved_sun >= s.held
+		RETURNING a.account_id, ` + rowCols + `
+	), p AS (
+		INSERT INTO ledger_postings (ref, kind, debit, credit, amount_sun, account_id, reference_id, details)
+		SELECT post_ref, $7, debit, $8, amount, account_id, ref, '{}' FROM u WHERE amount > 0
+		ON CONFLICT (ref) DO NOTHING RETURNING 1
+	)
+	SELECT a.*, (SELECT count(*) FROM h), (SELECT count(*) FROM p) FROM a`
 
 // Result checks the group after its batch ran (batchErr is the batch's error) and applies
 // the balance.low rule to each account. Any error leaves the caller's transaction to be

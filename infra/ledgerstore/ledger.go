@@ -261,6 +261,15 @@ func (q *QueuedHold) Result(ctx context.Context, tx pgx.Tx, batchErr error) erro
 	return ledger.FundsError(bal, res, q.amount)
 }
 
+// captureHoldSQL and releaseHoldSQL close a placed hold, found by its key, the status a
+// guard (pg/plans.go).
+const (
+	captureHoldSQL = `UPDATE ledger_holds SET status = 'captured', captured_sun = $2, closed_at = now()
+		WHERE ref = $1 AND (status = 'placed') IS TRUE AND amount_sun >= $2 RETURNING account_id, amount_sun`
+	releaseHoldSQL = `UPDATE ledger_holds SET status = 'released', closed_at = now()
+		WHERE ref = $1 AND (status = 'placed') IS TRUE RETURNING account_id, amount_sun`
+)
+
 // CaptureHold posts a placed hold for amountSun (0 to the held amount): that much moves
 // from the customer to revenue and the rest of the hold is released. Repeating a capture
 // with the same amount is a no-op.
@@ -278,9 +287,7 @@ func (l *Ledger) CaptureHold(ctx context.Context, tx pgx.Tx, holdRef string, amo
 	captured := false
 	b := &pgx.Batch{}
 	b.Queue("SAVEPOINT " + sp)
-	b.Queue(`UPDATE ledger_holds SET status = 'captured', captured_sun = $2, closed_at = now()
-		WHERE ref = $1 AND status = 'placed' AND amount_sun >= $2
-		RETURNING account_id, amount_sun`, holdRef, amountSun).QueryRow(func(r pgx.Row) error {
+	b.Queue(captureHoldSQL, holdRef, amountSun).QueryRow(func(r pgx.Row) error {
 		err := r.Scan(&accountID, &held)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -347,8 +354,7 @@ func (l *Ledger) ReleaseHold(ctx context.Context, tx pgx.Tx, holdRef string) err
 	return inSavepoint(ctx, tx, func(tx pgx.Tx) error {
 		var accountID string
 		var held int64
-		err := tx.QueryRow(ctx, `UPDATE ledger_holds SET status = 'released', closed_at = now()
-			WHERE ref = $1 AND status = 'placed' RETURNING account_id, amount_sun`, holdRef).Scan(&accountID, &held)
+		err := tx.QueryRow(ctx, releaseHoldSQL, holdRef).Scan(&accountID, &held)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return holdReplay(ctx, tx, holdRef, "released", nil)
 		}

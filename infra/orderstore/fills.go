@@ -163,12 +163,16 @@ func (w *Writes) FillBroadcast(orderID string, seq int, txID string) {
 				WHERE order_id = $1 AND seq = $2`, orderID, seq, txID)
 }
 
+// broadcastHashesSQL reads an order's fills by its key, the state in the aggregate
+// (pg/plans.go).
+const broadcastHashesSQL = `SELECT coalesce(array_agg(delegate_txid ORDER BY seq) FILTER (WHERE state = 'broadcast'), '{}')
+		FROM order_fills WHERE order_id = $1`
+
 // BroadcastHashes queues the read of the delegation hashes of the order's broadcast fills,
 // in fill order; the answer is there once the writes were sent.
 func (w *Writes) BroadcastHashes(orderID string) *[]string {
 	hashes := new([]string)
-	w.queue(`SELECT coalesce(array_agg(delegate_txid ORDER BY seq), '{}') FROM order_fills
-		WHERE order_id = $1 AND state = 'broadcast'`, orderID).QueryRow(func(r pgx.Row) error { return r.Scan(hashes) })
+	w.queue(broadcastHashesSQL, orderID).QueryRow(func(r pgx.Row) error { return r.Scan(hashes) })
 	return hashes
 }
 

@@ -135,7 +135,7 @@ func InsertProviderDelegation(ctx context.Context, tx pgx.Tx, txID, orderID stri
 // broadcast, or dropped with the refusal as result); a row no longer signed is left alone.
 func SetSent(ctx context.Context, db DB, txID, state string, result *string) error {
 	_, err := db.Exec(ctx, `UPDATE signed_txs SET state = $2, result = $3, updated_at = now()
-				WHERE txid = $1 AND state = 'signed'`, txID, state, result)
+				WHERE txid = $1 AND (state = 'signed') IS TRUE`, txID, state, result) // a key lookup's guard (pg/plans.go)
 	return err
 }
 
@@ -151,7 +151,7 @@ func SetAwaitingBlock(ctx context.Context, tx pgx.Tx, txID string) error {
 // no block, so it can never land.
 func SetExpiredOutsideBlock(ctx context.Context, tx pgx.Tx, txID string) error {
 	_, err := tx.Exec(ctx, `UPDATE signed_txs SET state = 'dropped', result = 'EXPIRED_OUTSIDE_BLOCK', updated_at = now()
-			WHERE txid = $1 AND state IN ('signed', 'broadcast')`, txID)
+			WHERE txid = $1 AND (state IN ('signed', 'broadcast')) IS TRUE`, txID) // a key lookup's guard (pg/plans.go)
 	return err
 }
 
@@ -159,7 +159,7 @@ func SetExpiredOutsideBlock(ctx context.Context, tx pgx.Tx, txID string) error {
 // reports it (state landed or failed).
 func SetBlockResult(ctx context.Context, tx pgx.Tx, txID, state, result string, blockNum int64, blockTime time.Time) error {
 	_, err := tx.Exec(ctx, `UPDATE signed_txs SET state = $2, result = $3, block_num = $4, block_time = $5, updated_at = now()
-		WHERE txid = $1 AND state IN ('signed', 'broadcast')`, txID, state, result, blockNum, blockTime)
+		WHERE txid = $1 AND (state IN ('signed', 'broadcast')) IS TRUE`, txID, state, result, blockNum, blockTime) // a key lookup's guard (pg/plans.go)
 	return err
 }
 
@@ -182,7 +182,7 @@ const applyBlockResultSQL = `UPDATE signed_txs s SET state = $2, result = $3, bl
 func RevertBlockResult(ctx context.Context, db DB, txID string) (orderID string, err error) {
 	err = db.QueryRow(ctx, `UPDATE signed_txs s SET state = 'broadcast', result = NULL, block_num = NULL, block_time = NULL, updated_at = now()
 			FROM orders o WHERE s.txid = $1 AND s.order_id = o.id AND s.state IN ('landed', 'failed')
-			AND o.status IN ('allocating', 'delegated') RETURNING s.order_id`, txID).Scan(&orderID)
+			AND (o.status IN ('allocating', 'delegated')) IS TRUE RETURNING s.order_id`, txID).Scan(&orderID) // a key lookup's guard (pg/plans.go)
 	return orderID, err
 }
 

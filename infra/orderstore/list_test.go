@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"rental/infra/pg"
 	"rental/infra/testenv"
 	"rental/schemas/network"
 	"rental/schemas/orders"
@@ -192,11 +193,11 @@ func TestBacklogReadsOnlyUndeliveredOrders(t *testing.T) {
 	if r.Orders != 3 || !r.Oldest.Equal(t0) {
 		t.Fatalf("backlog %d orders, oldest %v; want 3, oldest %v", r.Orders, r.Oldest, t0)
 	}
-	var plan []byte
-	if err := db.Pool.QueryRow(ctx, `EXPLAIN (FORMAT JSON) `+backlogQuery, "nile").Scan(&plan); err != nil {
+	plan, err := pg.Plan(ctx, db.Pool, backlogQuery, "nile")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(plan), `"Index Name": "orders_undelivered"`) || strings.Contains(string(plan), `"Seq Scan"`) {
+	if !strings.Contains(plan, `"Index Name": "orders_undelivered"`) || strings.Contains(plan, `"Seq Scan"`) {
 		t.Fatalf("the backlog read does not go through orders_undelivered: %s", plan)
 	}
 }

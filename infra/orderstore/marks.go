@@ -79,9 +79,7 @@ func BeginMarks(ctx context.Context, conn *pgx.Conn, sent []Sent, orderIDs []str
 	for i, s := range sent {
 		txids[i], states[i], results[i] = s.TxID, s.State, s.Result
 	}
-	b.Queue(`UPDATE signed_txs s SET state = u.state, result = u.result, updated_at = now()
-		FROM unnest($1::text[], $2::text[], $3::text[]) AS u(txid, state, result)
-		WHERE s.txid = u.txid AND s.state = 'signed'`, txids, states, results)
+	b.Queue(markAnswersSQL, txids, states, results)
 	// The reads see the answers above (a statement sees what the transaction wrote before
 	// it); only the locked orders' rows are used.
 	b.Queue(`SELECT order_id, seq, source, pool_address, amount, balance_sun, state FROM order_fills
@@ -119,6 +117,19 @@ type FillTx struct {
 	TxID    string
 }
 
+// markAnswersSQL records the node's answers to broadcasts, each transaction found by its
+// key, the state a guard (pg/plans.go).
+const markAnswersSQL = `UPDATE signed_txs s SET state = u.state, result = u.result, updated_at = now()
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS u(txid, state, result)
+		WHERE s.txid = u.txid AND (s.state = 'signed') IS TRUE`
+
+// markDelegatedManySQL reads each order's fills by its key and keeps the broadcast ones
+// in the aggregate (pg/plans.go).
+const markDelegatedManySQL = `UPDATE orders o SET delegate_hashes = (SELECT coalesce(array_agg(f.delegate_txid ORDER BY f.seq)
+				FILTER (WHERE f.state = 'broadcast'), '{}') FROM order_fills f WHERE f.order_id = o.id),
+			status = $2, next_due_at = $3, updated_at = now()
+		WHERE o.id = ANY($1)`
+
 // MarkDelegatedMany queues, for orders whose every delegation was sent, what
 // FillBroadcast and MarkDelegated write for one: the fills broadcast with their
 // delegations, then each order delegated with the hashes of its broadcast fills (fill
@@ -131,10 +142,7 @@ func (w *Writes) MarkDelegatedMany(fills []FillTx, orderIDs []string, due time.T
 	w.queue(`UPDATE order_fills f SET state = 'broadcast', delegate_txid = u.txid, updated_at = now()
 		FROM unnest($1::text[], $2::integer[], $3::text[]) AS u(order_id, seq, txid)
 		WHERE f.order_id = u.order_id AND f.seq = u.seq`, ids, seqs, txids)
-	w.queue(`UPDATE orders o SET delegate_hashes = (SELECT coalesce(array_agg(f.delegate_txid ORDER BY f.seq), '{}') FROM order_fills f
-				WHERE f.order_id = o.id AND f.state = 'broadcast'),
-			status = $2, next_due_at = $3, updated_at = now()
-		WHERE o.id = ANY($1)`, orderIDs, string(orders.Delegated), due)
+	w.queue(markDelegatedManySQL, orderIDs, string(orders.Delegated), due)
 }
 
 // Deliveries is what BeginDeliveries locked and read.

@@ -357,7 +357,7 @@ func DeliveredSince(ctx context.Context, q Querier, n network.Network, since tim
 func LiveRefs(ctx context.Context, q interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }, refs []string) (map[string]bool, error) {
-	rows, err := q.Query(ctx, `SELECT id FROM orders WHERE id = ANY($1) AND status IN ('created', 'paid', 'allocating', 'delegated')`, refs)
+	rows, err := q.Query(ctx, `SELECT id FROM orders WHERE id = ANY($1) AND (status IN ('created', 'paid', 'allocating', 'delegated')) IS TRUE`, refs) // a key lookup's guard (pg/plans.go)
 	if err != nil {
 		return nil, err
 	}
