@@ -34,6 +34,12 @@ type RunnerOptions struct {
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer // nil = prometheus.DefaultRegisterer
 
+	// KeyConcurrency is how many records of one partition may be handled at once, all of
+	// them with different keys (default 1: one at a time). The worker takes the records at
+	// the head of its queue up to the first whose key repeats one taken, so a key's records
+	// are still handled in order, one after the other; the partition's offset moves past
+	// them once every one of them is done, so the commit contract holds.
+	KeyConcurrency int
 	// BufferSize is how many polled records may wait per partition before the partition
 	// is paused; it resumes once its worker has drained half of them. Default 256.
 	BufferSize int
@@ -97,6 +103,9 @@ func NewRunner(o RunnerOptions) (*Runner, error) {
 	}
 	if o.BufferSize <= 0 {
 		o.BufferSize = 256
+	}
+	if o.KeyConcurrency <= 0 {
+		o.KeyConcurrency = 1
 	}
 	if o.CommitEvery <= 0 {
 		o.CommitEvery = time.Second

@@ -275,3 +275,68 @@ func counterValue(t *testing.T, g prometheus.Gatherer, name string) float64 {
 	}
 	return sum
 }
+
+// With KeyConcurrency, records of one partition with different keys are handled at once,
+// never two of one key, each key's in order; the committed offset never passes a record
+// still failing, whatever was handled after it.
+func TestRunnerHandlesDistinctKeysOfAPartitionAtOnce(t *testing.T) {
+	b := startBroker(t)
+	const topic, total, keys = "facts", 200, 8
+	createTopic(t, b.Addr(), topic, 1)
+	produce(t, newClient(t, b.Addr()), topic, 0, total, keys)
+
+	got := newSeen()
+	var mu sync.Mutex
+	busy := map[string]bool{}
+	var inFlight, most int
+	var release atomic.Bool
+	var twice atomic.Int32
+	o := testRunnerOpts(b.Addr(), "g", topic, func(_ context.Context, r *kgo.Record) error {
+		if string(r.Value) == "50" && !release.Load() {
+			return errors.New("not yet")
+		}
+		mu.Lock()
+		if busy[string(r.Key)] {
+			twice.Add(1)
+		}
+		busy[string(r.Key)] = true
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+		got.add(r)
+		mu.Lock()
+		busy[string(r.Key)] = false
+		inFlight--
+		mu.Unlock()
+		return nil
+	})
+	o.KeyConcurrency = keys
+	o.CommitEvery = 20 * time.Millisecond
+	_, stop := run(t, o)
+	eventually(t, 20*time.Second, "the records before and beside the failing one", func() bool { return got.count() >= 50 })
+	time.Sleep(300 * time.Millisecond) // commits run meanwhile
+	if c := committed(t, b.Addr(), "g", topic, 1)[0]; c > 50 {
+		t.Fatalf("committed offset %d while record 50 still fails", c)
+	}
+	release.Store(true)
+	eventually(t, 20*time.Second, "every record", func() bool { return got.count() >= total })
+	stop()
+	if c := committed(t, b.Addr(), "g", topic, 1)[0]; c != total {
+		t.Fatalf("committed offset %d after every record, want %d", c, total)
+	}
+	if got.count() != total {
+		t.Fatalf("handled %d records, want exactly %d", got.count(), total)
+	}
+	if twice.Load() > 0 {
+		t.Fatalf("two records of one key handled at once %d times", twice.Load())
+	}
+	if most < 2 {
+		t.Fatalf("at most %d record handled at once, want records of different keys together", most)
+	}
+	for k, vs := range got.values {
+		if !slices.IsSorted(vs) {
+			t.Errorf("key %s handled out of order: %v", k, vs)
+		}
+	}
+}

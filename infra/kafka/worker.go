@@ -67,12 +67,9 @@ func (w *worker) run(ctx context.Context) {
 	failures := w.r.failures.WithLabelValues(w.r.o.Group, topic)
 	for {
 		w.mu.Lock()
-		var rec *kgo.Record
-		if len(w.queue) > 0 {
-			rec = w.queue[0]
-		}
+		recs := w.head()
 		w.mu.Unlock()
-		if rec == nil {
+		if len(recs) == 0 {
 			select {
 			case <-w.wake:
 				continue
@@ -82,14 +79,15 @@ func (w *worker) run(ctx context.Context) {
 				return
 			}
 		}
-		if !w.handle(ctx, rec, failures) {
-			return // stopped while the record was still failing: it stays uncommitted
+		if !w.handleAll(ctx, recs, failures) {
+			return // stopped while a record was still failing: it stays uncommitted
 		}
-		processed.Inc()
+		processed.Add(float64(len(recs)))
+		last := recs[len(recs)-1]
 		w.mu.Lock()
-		w.queue[0] = nil
-		w.queue = w.queue[1:]
-		w.done = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
+		clear(w.queue[:len(recs)])
+		w.queue = w.queue[len(recs):]
+		w.done = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
 		if w.paused && len(w.queue) <= w.r.o.BufferSize/2 {
 			w.paused = false
 			w.r.cl.ResumeFetchPartitions(map[string][]int32{w.k.topic: {w.k.partition}})
@@ -101,6 +99,47 @@ func (w *worker) run(ctx context.Context) {
 		default:
 		}
 	}
+}
+
+// head is the records to handle next (w.mu held): the queue's head up to KeyConcurrency
+// records, stopping before the first whose key repeats one of them.
+func (w *worker) head() []*kgo.Record {
+	n := min(len(w.queue), w.r.o.KeyConcurrency)
+	if n <= 1 {
+		return w.queue[:n]
+	}
+	seen := make(map[string]bool, n)
+	for i, rec := range w.queue[:n] {
+		if seen[string(rec.Key)] {
+			return w.queue[:i]
+		}
+		seen[string(rec.Key)] = true
+	}
+	return w.queue[:n]
+}
+
+// handleAll handles recs (distinct keys) at once and reports whether every one of them
+// was accepted (see handle).
+func (w *worker) handleAll(ctx context.Context, recs []*kgo.Record, failures interface{ Inc() }) bool {
+	if len(recs) == 1 {
+		return w.handle(ctx, recs[0], failures)
+	}
+	ok := make([]bool, len(recs))
+	var wg sync.WaitGroup
+	for i, rec := range recs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok[i] = w.handle(ctx, rec, failures)
+		}()
+	}
+	wg.Wait()
+	for _, v := range ok {
+		if !v {
+			return false
+		}
+	}
+	return true
 }
 
 // handle runs the handler until it accepts rec (or rec is dead-lettered), backing off
