@@ -251,12 +251,24 @@ func (p *pipeline) sustain(ctx context.Context, st settings, gen *generator, rat
 	ws, we := t0.Add(warm), t0.Add(warm+st.duration)
 	var b0 int64
 	sampled := make(chan struct{})
+	profile := p.holdProfile
+	p.holdProfile = ""
 	go func() {
 		defer close(sampled)
 		select {
 		case <-time.After(time.Until(ws)):
 			b0 = p.backlog(ctx)
 		case <-ctx.Done():
+			return
+		}
+		if stop, err := startProfile(profile, say); err != nil {
+			say("CPU profile: %v", err)
+		} else {
+			select {
+			case <-time.After(time.Until(we)):
+			case <-ctx.Done():
+			}
+			stop()
 		}
 	}()
 	cpu0, be0 := sampleCPU(), p.backendCPU(ctx, nil)
@@ -428,12 +440,8 @@ func runDelivery(log *slog.Logger) (string, error) {
 	depth := p.cfg.Confirmations
 	say("block interval %s, confirmation depth %d, %d processor replica(s)", st.blockInterval, depth, p.processors)
 
-	stopProfile, err := startProfile(st.cpuProfile, say) // the first capacity search
-	if err != nil {
-		return "", err
-	}
+	p.holdProfile = st.cpuProfile // the first hold's window
 	capacity := p.capacity(ctx, st, gen, startRate, say)
-	stopProfile()
 	if capacity <= 0 {
 		return "", errors.New("no delegation was broadcast: delivery does not run")
 	}

@@ -29,7 +29,7 @@
 // phase), ORDERS_BENCH_WARMUP (2s), ORDERS_BENCH_WORKERS (48), ORDERS_BENCH_ACCOUNTS (1000),
 // ORDERS_BENCH_RECEIVERS (1000), ORDERS_BENCH_EDGE_CONNS (16, the edge's pool_max_conns),
 // ORDERS_BENCH_PGBENCH_CLIENTS (8), ORDERS_BENCH_PGBENCH_TIME (10s), PGBENCH (pgbench
-// binary), ORDERS_BENCH_CPUPROFILE (file: CPU profile of the closed-loop phase; in delivery mode, of the first capacity search),
+// binary), ORDERS_BENCH_CPUPROFILE (file: CPU profile of the closed-loop phase; in delivery mode, of the first hold's measured window),
 // ORDERS_BENCH_TRACE_SQL (1: round trips, statements and their time per order on the edge's and the order processor's pools),
 // ORDERS_BENCH_LOG (warn: stage log level), ORDERS_BENCH_PROCESSOR (off: diagnostic run
 // without the order processor, to tell creation's cost from the rest of the pipeline's),
@@ -497,15 +497,16 @@ func pgbenchHalfRate(ctx context.Context, st settings, dsn string, rate float64,
 // ---- the pipeline ----
 
 type pipeline struct {
-	cfg       config.Config
-	dbName    string
-	edgeAddr  string
-	receivers []string
-	pools     []*pgxpool.Pool
-	setupPool *pgxpool.Pool
-	rdb       *redis.Client
-	cancel    context.CancelFunc
-	group     *errgroup.Group
+	cfg         config.Config
+	holdProfile string // delivery mode: where the next hold writes a CPU profile of its window
+	dbName      string
+	edgeAddr    string
+	receivers   []string
+	pools       []*pgxpool.Pool
+	setupPool   *pgxpool.Pool
+	rdb         *redis.Client
+	cancel      context.CancelFunc
+	group       *errgroup.Group
 	// infra is the broker and the simulator, stopped after the stages.
 	// backendApps names the stage of each backend seen (pid -> application_name).
 	backendApps struct {
