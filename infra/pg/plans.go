@@ -28,12 +28,12 @@ const IndexPlans = `SELECT set_config('plan_cache_mode', 'force_generic_plan', t
 // one, however many rows it holds meanwhile. A statement that finds a row by its key and
 // also states the row's in-flight status (WHERE ref = $1 AND status = 'placed') implies
 // the partial index's predicate, so the planner may read that "empty" index whole and
-// filter by the key instead of using the primary key: on the delivery bench, after such a
-// VACUUM, the broadcast mark took 29 ms instead of 0.3, a capture 67 ms, and delivery fell
-// to a third. Statements that look rows up by their key therefore keep the status out of
-// what the planner can match to a partial index: as a guard written (status = 'placed') IS
-// TRUE, the same test for a NOT NULL column, or inside the aggregate (FILTER) when the
-// statement sums or collects the rows of one key.
+// filter by the key instead of using the primary key, reading every row in flight for
+// each row it wants (figures in docs/order-processing.md, "Sixth round"). Statements that
+// look rows up by their key therefore keep the status out of what the planner can match
+// to a partial index: as a guard written (status = 'placed') IS TRUE, the same test for a
+// NOT NULL column, or inside the aggregate (FILTER) when the statement sums or collects
+// the rows of one key.
 
 // Plan is the plan Postgres would run sql with args by (EXPLAIN, as JSON), for tests that
 // hold a statement to its indexes.

@@ -20,10 +20,10 @@ import (
 )
 
 // factsPerPartition bounds the chain facts of one partition handled at once (facts are
-// keyed by transaction, so one transaction's facts stay in order). One at a time, a
-// replica confirmed at most a partition count's facts per confirmation group's round
-// trips: about 190 orders/s on the delivery bench, below the rate it delivers at
-// (docs/order-processing.md); the facts that wait together form the confirmation groups.
+// keyed by transaction, so one transaction's facts stay in order). Handled one at a time,
+// a replica would confirm at most a partition count's facts per confirmation group's round
+// trips, whatever the rate it delivers at (docs/order-processing.md); the facts that wait
+// together form the confirmation groups.
 const factsPerPartition = 16
 
 // RunOptions configure the processor's inputs.
