@@ -108,15 +108,21 @@ type LiveEnergy struct {
 // Of is the energy the receiver holds from live orders.
 func (l *LiveEnergy) Of(receiver string) int64 { return l.n[receiver] }
 
+// receiversLiveEnergySQL answers (receiver, live energy) for each receiver of $1 at $2: the
+// running total of its live energy orders (receiver_live_energy, kept by triggers,
+// migration 00027) less those already past expires_at, which the processor has not ended
+// yet (few: orders_receiver_live finds them by receiver and expiry).
+const receiversLiveEnergySQL = `SELECT r, (coalesce((SELECT t.energy FROM receiver_live_energy t WHERE t.receiver = r), 0)
+		- (SELECT coalesce(sum(o.amount), 0) FROM orders o
+			WHERE o.receiver = r AND o.expires_at <= $2 AND o.resource = 'energy'
+			  AND o.status IN ('created', 'paid', 'allocating', 'delegated', 'confirmed', 'active')))::bigint
+	FROM unnest($1::text[]) AS r`
+
 // QueueReceiversLiveEnergy queues ReceiverLiveEnergy for several receivers in one
 // statement.
 func QueueReceiversLiveEnergy(b *pgx.Batch, receivers []string, now time.Time) *LiveEnergy {
 	l := &LiveEnergy{n: map[string]int64{}}
-	b.Queue(`SELECT r, (SELECT coalesce(sum(amount), 0)::bigint FROM orders
-			WHERE receiver = r AND resource = 'energy'
-			  AND status IN ('created', 'paid', 'allocating', 'delegated', 'confirmed', 'active')
-			  AND (expires_at IS NULL OR expires_at > $2))
-		FROM unnest($1::text[]) AS r`, receivers, now.UTC()).Query(func(rows pgx.Rows) error {
+	b.Queue(receiversLiveEnergySQL, receivers, now.UTC()).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
 		for rows.Next() {
 			var r string

@@ -120,10 +120,7 @@ func RequestReclaim(ctx context.Context, tx pgx.Tx, id string, at time.Time) (ro
 // ceiling it serves (5005) is about what one address takes from the service.
 func ReceiverLiveEnergy(ctx context.Context, q Querier, receiver string, now time.Time) (int64, error) {
 	var n int64
-	err := q.QueryRow(ctx, `SELECT coalesce(sum(amount), 0)::bigint FROM orders
-		WHERE receiver = $1 AND resource = 'energy'
-		  AND status IN ('created', 'paid', 'allocating', 'delegated', 'confirmed', 'active')
-		  AND (expires_at IS NULL OR expires_at > $2)`, receiver, now.UTC()).Scan(&n)
+	err := q.QueryRow(ctx, `SELECT n FROM (`+receiversLiveEnergySQL+`) AS l(r, n)`, []string{receiver}, now.UTC()).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("orderstore: receiver energy: %w", err)
 	}

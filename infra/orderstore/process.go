@@ -351,13 +351,29 @@ func (w *Writes) ConfirmMany(ids []string, ds []Delivery) *[]Row {
 		delivered[i], partial[i], refund[i], at[i], expires[i] = d.Delivered, d.Partial, d.RefundSun, d.DelegatedAt, d.ExpiresAt
 	}
 	out := &[]Row{}
+	// The energy delivered per day (energy_delivered_days, migration 00027) moves with the
+	// orders in the same statement: each order's delivery is added to its day, and what an
+	// order confirmed before counted (was_at, was_delivered: the row before this update,
+	// through the self-join) is taken back from its own, so a repeated confirmation
+	// counts once. A connection adds to one shard of the day's rows.
 	w.queue(`WITH c AS (
 			UPDATE orders o SET status = 'active', delivered_amount = u.delivered, partial = u.partial,
 				refunded_amount_sun = o.refunded_amount_sun + u.refund, delegated_at = u.at, expires_at = u.expires,
 				next_due_at = u.expires, updated_at = now()
 			FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::bigint[], $5::timestamptz[], $6::timestamptz[])
-				AS u(id, delivered, partial, refund, at, expires)
-			WHERE o.id = u.id RETURNING o.*
+				AS u(id, delivered, partial, refund, at, expires), orders p
+			WHERE o.id = u.id AND p.id = u.id
+			RETURNING o.*, p.delegated_at AS was_at, p.delivered_amount AS was_delivered
+		), days AS (
+			INSERT INTO energy_delivered_days AS t (network, day, shard, energy)
+			SELECT network, day, pg_backend_pid() % 16, sum(n) FROM (
+				SELECT network, (delegated_at AT TIME ZONE 'UTC')::date AS day, coalesce(delivered_amount, 0) AS n
+				FROM c WHERE resource = 'energy' AND delegated_at IS NOT NULL
+				UNION ALL
+				SELECT network, (was_at AT TIME ZONE 'UTC')::date, -coalesce(was_delivered, 0)
+				FROM c WHERE resource = 'energy' AND was_at IS NOT NULL
+			) AS d GROUP BY network, day ORDER BY network, day
+			ON CONFLICT (network, day, shard) DO UPDATE SET energy = t.energy + excluded.energy
 		)
 		SELECT `+columns+` FROM c ORDER BY id`, ids, delivered, partial, refund, at, expires).Query(func(rows pgx.Rows) error {
 		defer rows.Close()

@@ -342,12 +342,14 @@ func Enqueue(ctx context.Context, tx pgx.Tx, orderID string, kind IntentKind) er
 	return outbox.InsertRecord(ctx, tx, topics.OrderIntents, orderID, v, map[string]string{"kind": string(kind)})
 }
 
-// DeliveredSince is the energy delivered on the network since the instant (the price
-// table's delivered_today): every delivered energy order counts, whatever happened after.
+// DeliveredSince is the energy delivered on the network from the UTC day of since on (the
+// price table's delivered_today, since being a UTC midnight), by day of delegation: every
+// delivered energy order counts, whatever happened after. It reads the running totals
+// ConfirmMany keeps (energy_delivered_days), a few rows a day.
 func DeliveredSince(ctx context.Context, q Querier, n network.Network, since time.Time) (int64, error) {
 	var sum int64
-	err := q.QueryRow(ctx, `SELECT coalesce(sum(delivered_amount), 0)::bigint FROM orders
-		WHERE network = $1 AND resource = 'energy' AND delegated_at >= $2`, string(n), since).Scan(&sum)
+	err := q.QueryRow(ctx, `SELECT coalesce(sum(energy), 0)::bigint FROM energy_delivered_days
+		WHERE network = $1 AND day >= ($2::timestamptz AT TIME ZONE 'UTC')::date`, string(n), since).Scan(&sum)
 	return sum, err
 }
 
