@@ -213,11 +213,6 @@ func (w *Writes) With(queue func(b *pgx.Batch)) {
 	queue(&w.b)
 }
 
-// DueMany queues SetDue for several orders locked in the transaction.
-func (w *Writes) DueMany(orderIDs []string, at time.Time) {
-	w.queue(`UPDATE orders SET next_due_at = $2 WHERE id = ANY($1)`, orderIDs, at)
-}
-
 // Len is the number of statements queued.
 func (w *Writes) Len() int {
 	w.flush()

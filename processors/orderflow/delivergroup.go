@@ -141,20 +141,20 @@ func (f *Flow) deliverGroup(ctx context.Context, rs []*deliverReq) error {
 		return tx.Rollback(ctx)
 	}
 	var w orderstore.Writes
-	var txids, due []string
-	for id, b := range keep {
+	var txids []string
+	for _, b := range keep {
 		for _, s := range b.signed {
 			if err := w.Signed(s); err != nil {
 				return err
 			}
 			txids = append(txids, s.Tx.TxID)
 		}
-		due = append(due, id)
 	}
 	w.With(func(b *pgx.Batch) { chainstore.QueueTrack(b, txids...) })
-	// Due again soon, as deliver.go leaves an order it signed: a crash before the broadcast
-	// or its mark leaves it to the due-order sweep.
-	w.DueMany(due, f.o.Now().Add(f.o.RetryEvery))
+	// The orders keep the due time allocation gave them (30 s on): a crash before the
+	// broadcast or its mark leaves them to the due-order sweep then, and a broadcast that
+	// fails goes on in the order's own step at once (deliverInGroup). Moving it nearer
+	// would cost every order one more update of its row (docs/order-processing.md).
 	if err := w.SendCommit(ctx, tx); err != nil {
 		return err
 	}
