@@ -18,9 +18,10 @@ package main
 //     when both the delegations broadcast and the orders confirmed in that window reach
 //     90 % of the orders accepted in it; otherwise the hold is repeated at 90 % of the
 //     lowest of the rate offered, the delegations broadcast per second over the whole hold,
-//     and the mean of the window's broadcast and confirmation rates (at most three holds).
+//     and the mean of the window's broadcast and confirmation rates (at most three holds);
+//     a retry that holds is followed by one hold halfway to the rate that did not.
 //     The sustained delivery capacity is the lower of the window's delegations broadcast
-//     and orders accepted per second, of the hold that held. Between steps the backlog
+//     and orders accepted per second, of the highest hold that held. Between steps the backlog
 //     drains; before a hold every earlier order is also confirmed and the tables vacuumed
 //     (as autovacuum would; the development server runs without it). Each line on stderr
 //     has the CPU of this process and of the Postgres backends by stage.
@@ -210,8 +211,7 @@ func (p *pipeline) capacity(ctx context.Context, st settings, gen *generator, st
 		return 0
 	}
 	say("search with %d processor(s): candidate %.0f orders/s (short steps, without their own confirmations); holding it", p.processors, rate)
-	held := 0.0
-	for try := 0; try < 3 && ctx.Err() == nil; try++ {
+	holdAt := func(rate float64) hold {
 		// A hold starts from nothing in flight: the confirmations of earlier steps would
 		// otherwise run inside its window and count against it.
 		p.drain(ctx, 3*time.Minute, say)
@@ -219,11 +219,23 @@ func (p *pipeline) capacity(ctx context.Context, st settings, gen *generator, st
 		p.waitConfirmed(ctx, time.Time{}, w, 5*time.Minute)
 		p.vacuum(ctx, say)
 		say("before the hold: every earlier order delivered and confirmed, the tables vacuumed (%s)", time.Since(w).Round(time.Second))
-		h := p.sustain(ctx, st, gen, rate, say)
+		return p.sustain(ctx, st, gen, rate, say)
+	}
+	held, failed := 0.0, 0.0
+	for try := 0; try < 3 && ctx.Err() == nil; try++ {
+		h := holdAt(rate)
 		held = min(h.broadcast, h.accepted)
 		if h.held() {
+			// The retry's rate is an estimate below the failed one: one more hold halfway
+			// between them narrows the capacity down.
+			if mid := (rate + failed) / 2; failed > 0 && mid > 1.03*rate && ctx.Err() == nil {
+				if m := holdAt(mid); m.held() {
+					held = max(held, min(m.broadcast, m.accepted))
+				}
+			}
 			return held
 		}
+		failed = rate
 		// Past the confirmation depth delivery and confirmation share the machine: the
 		// mean of the two rates in the window estimates what both can keep up.
 		rate = 0.9 * min(rate, h.whole, (h.broadcast+h.confirmed)/2)
