@@ -194,11 +194,11 @@ type QueuedCaptures struct {
 // QueueOrderCaptures queues in b the confirmation's ledger work for several orders at once:
 // for each, CaptureHold of its hold and AddOrderTotals of its energy, as two statements for
 // the whole group, the first locking the accounts' rows (QueueLockAccounts). It is all or
-// nothing, and only for the plain case: every hold placed
-// for its account with at least its amount, every account's reservation covering its
-// holds, no posting ref taken. Anything else (a repeat, a mistake) is ErrGroupCapture from
-// Result, after which the caller must roll its transaction back and capture one by one
-// (CaptureHold tells those cases apart). Invalid arguments are refused at once.
+// nothing, and only for the plain case: every hold placed for its account with at least
+// its amount, every account's reservation covering its holds, no posting ref taken.
+// Anything else (a repeat, a mistake) is ErrGroupCapture from Result, after which the
+// caller must roll its transaction back and capture one by one (CaptureHold tells those
+// cases apart). Invalid arguments are refused at once.
 func (l *Ledger) QueueOrderCaptures(b *pgx.Batch, cs []OrderCapture) (*QueuedCaptures, error) {
 	n := len(cs)
 	refs, accs, debits, postRefs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)

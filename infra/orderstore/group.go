@@ -111,7 +111,7 @@ func (l *LiveEnergy) Of(receiver string) int64 { return l.n[receiver] }
 // receiversLiveEnergySQL answers (receiver, live energy) for each receiver of $1 at $2: the
 // running total of its live energy orders (receiver_live_energy, kept by triggers,
 // migration 00027) less those already past expires_at, which the processor has not ended
-// yet (few: orders_receiver_live finds them by receiver and expiry).
+// yet (few: orders_receiver_expiry finds them by receiver and expiry).
 const receiversLiveEnergySQL = `SELECT r, (coalesce((SELECT t.energy FROM receiver_live_energy t WHERE t.receiver = r), 0)
 		- (SELECT coalesce(sum(o.amount), 0) FROM orders o
 			WHERE o.receiver = r AND o.expires_at <= $2 AND o.resource = 'energy'

@@ -59,7 +59,7 @@ type Row struct {
 
 // byIDOnly: the reads of a group's orders by id name no status in SQL and keep the rows
 // they want in Go. A status condition lets the planner reach the rows through a partial
-// index on status (orders_in_flight, orders_receiver_live) instead of the primary key,
+// index on status (orders_in_flight, orders_receiver_expiry) instead of the primary key,
 // which scans every in-flight order once per read: the plan it takes when statistics last
 // saw few orders in flight, exactly when a backlog has since built up.
 

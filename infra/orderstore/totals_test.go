@@ -3,11 +3,13 @@ package orderstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"rental/infra/pg"
 	"rental/infra/testenv"
 	"rental/schemas/network"
 	"rental/schemas/orders"
@@ -143,6 +145,21 @@ func TestRunningTotalsAnswerWhatTheOrdersSum(t *testing.T) {
 	if live.Of("TRnone") != 0 {
 		t.Fatalf("a receiver without orders holds %d", live.Of("TRnone"))
 	}
+	// The orders past their expiry are found by receiver and expiry, as acceptance plans
+	// its group (pg.IndexPlans), not by reading every live order of the receiver.
+	inTx(func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, pg.IndexPlans); err != nil {
+			return err
+		}
+		plan, err := pg.Plan(ctx, tx, receiversLiveEnergySQL, recvs, t0)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(plan, `"Index Name": "orders_receiver_expiry"`) || !strings.Contains(plan, "(expires_at <= ") {
+			t.Fatalf("the lapsed orders are not found through orders_receiver_expiry by expiry: %s", plan)
+		}
+		return nil
+	})
 
 	midnight1 := time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
 	for _, since := range []time.Time{midnight1, midnight1.Add(24 * time.Hour), midnight1.Add(48 * time.Hour)} {

@@ -19,12 +19,12 @@ package main
 //     90 % of the orders accepted in it; otherwise the hold is repeated at 90 % of the
 //     lowest of the rate offered, the delegations broadcast per second over the whole hold,
 //     and the mean of the window's broadcast and confirmation rates (at most three holds);
-//     a retry that holds is followed by one hold halfway to the rate that did not.
-//     The sustained delivery capacity is the lower of the window's delegations broadcast
-//     and orders accepted per second, of the highest hold that held. Between steps the backlog
-//     drains; before a hold every earlier order is also confirmed and the tables vacuumed
-//     (as autovacuum would; the development server runs without it). Each line on stderr
-//     has the CPU of this process and of the Postgres backends by stage.
+//     a retry that holds is followed by one hold halfway to the rate that did not. The
+//     sustained delivery capacity is the lower of the window's delegations broadcast and
+//     orders accepted per second, of the highest hold that held. Between steps the
+//     backlog drains; before a hold every earlier order is also confirmed and the tables
+//     vacuumed (as autovacuum would; the development server runs without it). Each line
+//     on stderr has the CPU of this process and of the Postgres backends by stage.
 //  2. Half capacity: an open loop at half that for ORDERS_BENCH_DURATION, then per order
 //     accept (orders.created_at) -> delegation broadcast (the simulator's receipt of the
 //     transaction) and accept -> confirmed (the order turned active), waiting for the

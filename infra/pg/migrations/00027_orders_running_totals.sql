@@ -6,7 +6,7 @@
 -- (created, paid, allocating, delegated, confirmed, active), whatever their expiry. The 5005
 -- ceiling at acceptance reads it and subtracts the orders past expires_at that are still in
 -- a live status (the few between expiry and the processor ending them, found through
--- orders_receiver_live, now ordered by expiry). Summing the live orders instead cost a read
+-- orders_receiver_expiry, migration 00028). Summing the live orders instead cost a read
 -- per live order of the receiver on every acceptance: hundreds a receiver under 1 h
 -- rentals, thousands for a receiver rented to all day. The triggers keep it for every
 -- writer of orders, so that no code path (nor an older binary during a rollout) can forget
@@ -55,16 +55,12 @@ CREATE TRIGGER order_moves_receiver_energy AFTER UPDATE OF status ON orders FOR 
 CREATE TRIGGER order_removes_receiver_energy AFTER DELETE ON orders FOR EACH ROW
     WHEN (OLD.resource = 'energy' AND OLD.status IN ('created', 'paid', 'allocating', 'delegated', 'confirmed', 'active'))
     EXECUTE FUNCTION order_moves_receiver_energy();
--- Filled after the triggers exist, in the same transaction: CREATE TRIGGER holds off every
--- write to orders until the commit, so no order is counted twice or missed.
+-- Both tables are filled after the triggers exist, in the same transaction: CREATE TRIGGER
+-- holds off every write to orders until the commit, so no order is counted twice or missed.
 INSERT INTO receiver_live_energy (receiver, energy)
 SELECT receiver, sum(amount) FROM orders
 WHERE resource = 'energy' AND status IN ('created', 'paid', 'allocating', 'delegated', 'confirmed', 'active')
 GROUP BY receiver;
-
-DROP INDEX orders_receiver_live;
-CREATE INDEX orders_receiver_live ON orders (receiver, expires_at)
-    WHERE status IN ('created', 'paid', 'allocating', 'delegated', 'confirmed', 'active');
 
 -- energy_delivered_days: delivered_today of GET /v1/prices, the energy delivered per UTC day
 -- of delegation (orders.delegated_at), kept by the confirmation's statement
@@ -79,7 +75,6 @@ CREATE TABLE energy_delivered_days (
     energy  bigint NOT NULL,
     PRIMARY KEY (network, day, shard)
 );
-LOCK TABLE orders IN SHARE MODE;
 INSERT INTO energy_delivered_days (network, day, shard, energy)
 SELECT network, (delegated_at AT TIME ZONE 'UTC')::date, 0, sum(coalesce(delivered_amount, 0)) FROM orders
 WHERE resource = 'energy' AND delegated_at IS NOT NULL
@@ -87,9 +82,6 @@ GROUP BY 1, 2;
 
 -- +goose Down
 DROP TABLE energy_delivered_days;
-DROP INDEX orders_receiver_live;
-CREATE INDEX orders_receiver_live ON orders (receiver)
-    WHERE status IN ('created', 'paid', 'allocating', 'delegated', 'confirmed', 'active');
 DROP TRIGGER order_removes_receiver_energy ON orders;
 DROP TRIGGER order_moves_receiver_energy ON orders;
 DROP TRIGGER orders_add_receiver_energy ON orders;
