@@ -9,13 +9,24 @@ export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
 BENCHTIME="${BENCHTIME:-3x}"
 
-# metric PKG BENCH UNIT: run one Go benchmark and print the value it reported for UNIT.
-metric() {
-  local pkg=$1 bench=$2 unit=$3 out
+# bench_out PKG BENCH: run one Go benchmark (BENCHTIME) and print its result line.
+bench_out() {
+  local pkg=$1 bench=$2 out
   out=$(go test -run '^$' -bench "^${bench}\$" -benchtime "$BENCHTIME" -count 1 "$pkg" 2>&1) || {
     echo "$out" >&2; echo "bench: $bench in $pkg failed" >&2; exit 1; }
-  echo "$out" | grep -E "^${bench}(-[0-9]+)?[[:space:]]" >&2 || true
-  echo "$out" | awk -v u="$unit" '$0 ~ "^'"$bench"'" { for (i = 2; i <= NF; i++) if ($i == u) v = $(i-1) } END { if (v == "") exit 1; print v }'
+  echo "$out" | grep -E "^${bench}(-[0-9]+)?[[:space:]]" | tee /dev/stderr
+}
+
+# field LINE UNIT: the value a result line reported for UNIT.
+field() {
+  echo "$1" | awk -v u="$2" '{ for (i = 2; i <= NF; i++) if ($i == u) v = $(i-1) } END { if (v == "") exit 1; print v }'
+}
+
+# metric PKG BENCH UNIT: run one Go benchmark and print the value it reported for UNIT.
+metric() {
+  local line
+  line=$(bench_out "$1" "$2") || exit 1
+  field "$line" "$3"
 }
 
 # pair NAME UNIT PKG BENCH REFPKG REFBENCH REFNAME: the summary line for BENCH against REFBENCH.
@@ -34,13 +45,27 @@ pair chainwatch_catchup blocks/s ./chainwatch BenchmarkCatchUp ./infra/tronsim B
 # Outbox relay publish rate, against producing the same records straight to the broker.
 pair outbox_relay events/s ./infra/outbox BenchmarkRelay ./infra/outbox BenchmarkDirectProduce "direct produce to kfake"
 
+# steady NAME PKG BENCH REFPKG REFBENCH REFNAME: the summary line of two steady-state
+# benchmarks (edge/bench_test.go: EDGE_BENCH_CONCURRENCY keep-alive connections in a closed
+# loop for EDGE_BENCH_DURATION, default 50 and 5s), each run once (-benchtime 1x), with
+# req/s and p99 of both.
+steady() {
+  local name=$1 a b v vp r rp
+  a=$(BENCHTIME=1x bench_out "$2" "$3") || exit 1
+  b=$(BENCHTIME=1x bench_out "$4" "$5") || exit 1
+  v=$(field "$a" req/s) && vp=$(field "$a" p99-ms) || { echo "bench $name: no req/s and p99 reported" >&2; exit 1; }
+  r=$(field "$b" req/s) && rp=$(field "$b" p99-ms) || { echo "bench $name: reference reported no req/s and p99" >&2; exit 1; }
+  awk -v n="$name" -v v="$v" -v vp="$vp" -v r="$r" -v rp="$rp" -v ref="$6" \
+    'BEGIN { printf "bench %s: %.0f req/s, p99 %.2f ms, ratio %.2f vs %s (%.0f req/s, p99 %.2f ms)\n", n, v, vp, v / r, ref, r, rp }'
+}
+
 # Signed-request verification on the edge (HMAC, replay cache, key lookup, rate limits),
-# against a public GET through the same edge and middleware.
-pair edge_signed_request req/s ./edge BenchmarkSignedRequest ./edge BenchmarkPublicRequest "public GET on the same edge"
+# every request freshly signed, against a public GET through the same edge and middleware.
+steady edge_signed_request ./edge BenchmarkSignedRequest ./edge BenchmarkPublicRequest "public GET on the same edge"
 
 # The same signed GET made with the integrators' Go client (infra/client), against a bare
 # signed fasthttp request on the same edge: the client's own cost.
-pair client_signed_request req/s ./edge BenchmarkSignedRequestClient ./edge BenchmarkSignedRequest "bare signed fasthttp request on the same edge"
+steady client_signed_request ./edge BenchmarkSignedRequestClient ./edge BenchmarkSignedRequest "bare signed fasthttp request on the same edge"
 
 # GET /v1/prices served from the in-memory snapshot, measured with wrk against a trivial
 # fasthttp handler in the same process (target ratio >= 0.5).

@@ -35,7 +35,7 @@ package main
 //
 // Stdout gets exactly one line:
 //
-//	bench orders_delivered: V orders/s, ratio R vs pgbench TPC-B (T tps); accept→broadcast p50 A ms, p99 B ms; accept→confirmed p99 C ms at half capacity; block interval I ms
+//	bench orders_delivered: V orders/s, ratio R vs pgbench TPC-B s=S c=C (T tps); accept→broadcast p50 A ms, p99 B ms; accept→confirmed p99 C ms at half capacity; block interval I ms
 
 import (
 	"bytes"
@@ -204,14 +204,16 @@ func (p *pipeline) drain(ctx context.Context, within time.Duration, say func(str
 }
 
 // capacity is the sustained delivery capacity: the search's candidate, held (see the file
-// comment).
-func (p *pipeline) capacity(ctx context.Context, st settings, gen *generator, start float64, say func(string, ...any)) float64 {
-	rate := p.search(ctx, st, gen, start, say)
-	if rate <= 0 {
-		return 0
+// comment). held is false when no hold held; the figure is then the last hold's. An open
+// loop with more than st.maxErrorRate errors is an error: the phase measured refusals, not
+// delivery.
+func (p *pipeline) capacity(ctx context.Context, st settings, gen *generator, start float64, say func(string, ...any)) (rate float64, held bool, err error) {
+	rate, err = p.search(ctx, st, gen, start, say)
+	if err != nil || rate <= 0 {
+		return 0, false, err
 	}
 	say("search with %d processor(s): candidate %.0f orders/s (short steps, without their own confirmations); holding it", p.processors, rate)
-	holdAt := func(rate float64) hold {
+	holdAt := func(rate float64) (hold, error) {
 		// A hold starts from nothing in flight: the confirmations of earlier steps would
 		// otherwise run inside its window and count against it.
 		p.drain(ctx, 3*time.Minute, say)
@@ -221,27 +223,61 @@ func (p *pipeline) capacity(ctx context.Context, st settings, gen *generator, st
 		say("before the hold: every earlier order delivered and confirmed, the tables vacuumed (%s)", time.Since(w).Round(time.Second))
 		return p.sustain(ctx, st, gen, rate, say)
 	}
-	held, failed := 0.0, 0.0
+	last, failed := 0.0, 0.0
 	for try := 0; try < 3 && ctx.Err() == nil; try++ {
-		h := holdAt(rate)
-		held = min(h.broadcast, h.accepted)
+		h, err := holdAt(rate)
+		if err != nil {
+			return 0, false, err
+		}
+		last = min(h.broadcast, h.accepted)
 		if h.held() {
 			// The retry's rate is an estimate below the failed one: one more hold halfway
 			// between them narrows the capacity down.
 			if mid := (rate + failed) / 2; failed > 0 && mid > 1.03*rate && ctx.Err() == nil {
-				if m := holdAt(mid); m.held() {
-					held = max(held, min(m.broadcast, m.accepted))
+				m, err := holdAt(mid)
+				if err != nil {
+					return 0, false, err
+				}
+				if m.held() {
+					last = max(last, min(m.broadcast, m.accepted))
 				}
 			}
-			return held
+			return last, true, nil
 		}
 		failed = rate
 		// Past the confirmation depth delivery and confirmation share the machine: the
 		// mean of the two rates in the window estimates what both can keep up.
 		rate = 0.9 * min(rate, h.whole, (h.broadcast+h.confirmed)/2)
 	}
-	say("no hold held: the capacity reported is the last hold's")
-	return held
+	say("NOT HELD: no hold held; the figure is the last hold's")
+	return last, false, ctx.Err()
+}
+
+// notHeld carries the bench line of a delivery run in which no hold held: printed marked,
+// and the run fails.
+type notHeld struct{ line string }
+
+func (n notHeld) Error() string { return n.line }
+
+// sayStock prints what the run can sell before it starts, and refuses a run whose supply
+// (the pool's energy, the receivers' ceiling) could run out before its phases end: each
+// phase must measure delivery, not stock.
+func (p *pipeline) sayStock(st settings, say func(string, ...any)) error {
+	a, ok := p.sim.Account(benchPoolKey().Address())
+	if !ok {
+		return errors.New("the bench pool is not on the simulated chain")
+	}
+	perOrder := st.orderEnergy
+	poolOrders := a.EnergyLimit / perOrder
+	recvOrders := int64(len(p.receivers)) * (p.cfg.Orders.ReceiverMaxEnergy / perOrder)
+	if p.cfg.Orders.ReceiverMaxEnergy == 0 {
+		recvOrders = math.MaxInt64
+	}
+	say("supply: the pool holds %d energy (%d orders of %d), the receivers' ceiling allows %d orders", a.EnergyLimit, poolOrders, perOrder, recvOrders)
+	if need := int64(st.minSupplyOrders); min(poolOrders, recvOrders) < need {
+		return fmt.Errorf("supply for %d orders, fewer than the %d a run may accept: raise benchStakeTRX or ORDERS_BENCH_RECEIVERS", min(poolOrders, recvOrders), need)
+	}
+	return nil
 }
 
 // hold is what one sustained run measured over its window, per second.
@@ -257,7 +293,7 @@ func (h hold) held() bool {
 // sustain offers rate for the confirmation depth plus two block intervals plus one step,
 // and measures the last step: orders accepted, delegations broadcast, and orders of the
 // hold confirmed in it.
-func (p *pipeline) sustain(ctx context.Context, st settings, gen *generator, rate float64, say func(string, ...any)) hold {
+func (p *pipeline) sustain(ctx context.Context, st settings, gen *generator, rate float64, say func(string, ...any)) (hold, error) {
 	warm := time.Duration(p.cfg.Confirmations+2) * st.blockInterval
 	t0 := time.Now()
 	ws, we := t0.Add(warm), t0.Add(warm+st.duration)
@@ -303,12 +339,12 @@ func (p *pipeline) sustain(ctx context.Context, st settings, gen *generator, rat
 		"CPU: this process %.2f cores, Postgres %.2f (%s), machine %.2f of %d",
 		p.processors, rate, res.elapsed.Round(time.Second), res.errors(), res.errorSummary(), st.duration, h.accepted, h.broadcast, h.confirmed, h.whole, b0, b1, verdict,
 		cpu.self, be.cores(res.elapsed), p.byStage(be, res.elapsed), cpu.machine, runtime.NumCPU())
-	return h
+	return h, res.check(st.maxErrorRate, fmt.Sprintf("hold at %.0f orders/s", rate))
 }
 
 // search brackets the capacity with short steps and returns its candidate (see the file
 // comment).
-func (p *pipeline) search(ctx context.Context, st settings, gen *generator, start float64, say func(string, ...any)) float64 {
+func (p *pipeline) search(ctx context.Context, st settings, gen *generator, start float64, say func(string, ...any)) (float64, error) {
 	rate, best := start, 0.0
 	lo, hi, halvings := 0.0, math.Inf(1), 0
 	for step := 0; step < 12 && ctx.Err() == nil; step++ {
@@ -326,6 +362,9 @@ func (p *pipeline) search(ctx context.Context, st settings, gen *generator, star
 			"CPU: this process %.2f cores, Postgres %.2f (%s), machine %.2f of %d",
 			p.processors, rate, accepted, res.errors(), res.errorSummary(), delivered, b0, b1,
 			cpu.self, be.cores(res.elapsed), p.byStage(be, res.elapsed), cpu.machine, runtime.NumCPU())
+		if err := res.check(st.maxErrorRate, fmt.Sprintf("search step at %.0f orders/s", rate)); err != nil {
+			return 0, err
+		}
 		if delivered >= 0.9*accepted {
 			lo, best = rate, max(best, delivered)
 		} else {
@@ -337,12 +376,12 @@ func (p *pipeline) search(ctx context.Context, st settings, gen *generator, star
 		case lo == 0 || halvings == 2:
 			// Doubling brackets the capacity between the last rate kept up with and the
 			// first one that was not; two bisections narrow it to an eighth of that gap.
-			return best
+			return best, nil
 		default:
 			rate, halvings = (lo+hi)/2, halvings+1
 		}
 	}
-	return best
+	return best, nil
 }
 
 // latencies are, in ms, each order's accept -> broadcast and accept -> confirmed (+Inf when
@@ -452,13 +491,24 @@ func runDelivery(log *slog.Logger) (string, error) {
 	depth := p.cfg.Confirmations
 	say("block interval %s, confirmation depth %d, %d processor replica(s)", st.blockInterval, depth, p.processors)
 
+	if err := p.sayStock(st, say); err != nil {
+		return "", err
+	}
+
 	p.holdProfile = st.cpuProfile // the first hold's window
-	capacity := p.capacity(ctx, st, gen, startRate, say)
+	capacity, held, err := p.capacity(ctx, st, gen, startRate, say)
+	if err != nil {
+		return "", err
+	}
 	if capacity <= 0 {
 		return "", errors.New("no delegation was broadcast: delivery does not run")
 	}
 	replicas := p.processors
-	say("sustained delivery capacity with %d processor(s): %.0f orders/s (%.3fx pgbench TPC-B)", replicas, capacity, capacity/tps)
+	say("sustained delivery capacity with %d processor(s): %.0f orders/s (%.3fx %s)", replicas, capacity, capacity/tps, st.refName())
+	if !held {
+		return "", notHeld{fmt.Sprintf("bench orders_delivered: NOT HELD (last hold %.0f orders/s), ratio %.2f vs %s (%.0f tps)",
+			capacity, capacity/tps, st.refName(), tps)}
+	}
 
 	// Half capacity: per-order latencies, and the database work per order from acceptance
 	// to confirmation; every earlier order is confirmed first, so that the work counted is
@@ -476,6 +526,9 @@ func runDelivery(log *slog.Logger) (string, error) {
 	t1 := time.Now()
 	b1 := p.backlog(ctx)
 	say("half capacity: %.0f orders/s offered, %d accepted, %d errors %s; backlog %d -> %d", half, res.ok, res.errors(), res.errorSummary(), b0, b1)
+	if err := res.check(st.maxErrorRate, "half capacity"); err != nil {
+		return "", err
+	}
 	p.waitConfirmed(ctx, t0, t1, time.Duration(depth+10)*st.blockInterval+30*time.Second)
 	bl, cf, err := p.latencies(ctx, t0, t1)
 	if err != nil {
@@ -503,8 +556,8 @@ func runDelivery(log *slog.Logger) (string, error) {
 		}
 		return "NOT met"
 	}
-	say("targets: capacity >= 0.25x TPC-B: %s; accept→broadcast p99 < one block interval (%.0f ms): %s; accept→confirmed p99 <= (depth %d + 2) intervals (%.0f ms): %s",
-		verdict(capacity >= 0.25*tps), interval, verdict(bp99 < interval), depth, float64(depth+2)*interval, verdict(cp99 <= float64(depth+2)*interval))
+	say("targets: capacity >= 0.25x %s: %s; accept→broadcast p99 < one block interval (%.0f ms): %s; accept→confirmed p99 <= (depth %d + 2) intervals (%.0f ms): %s",
+		st.refName(), verdict(capacity >= 0.25*tps), interval, verdict(bp99 < interval), depth, float64(depth+2)*interval, verdict(cp99 <= float64(depth+2)*interval))
 
 	// More replicas, each with a pool of its own.
 	if more > 0 && ctx.Err() == nil {
@@ -514,9 +567,16 @@ func runDelivery(log *slog.Logger) (string, error) {
 			}
 		}
 		time.Sleep(3 * time.Second) // the new consumers join the group
-		c2 := p.capacity(ctx, st, gen, max(startRate, capacity/2), say)
-		say("sustained delivery capacity with %d processors: %.0f orders/s (%.3fx pgbench TPC-B); with %d: %.0f orders/s",
-			p.processors, c2, c2/tps, replicas, capacity)
+		c2, held2, err := p.capacity(ctx, st, gen, max(startRate, capacity/2), say)
+		if err != nil {
+			return "", err
+		}
+		mark := ""
+		if !held2 {
+			mark = " (NOT HELD: the last hold's)"
+		}
+		say("sustained delivery capacity with %d processors: %.0f orders/s%s (%.3fx %s); with %d: %.0f orders/s",
+			p.processors, c2, mark, c2/tps, st.refName(), replicas, capacity)
 	}
 	if ctx.Err() != nil {
 		return "", ctx.Err()
@@ -526,6 +586,9 @@ func runDelivery(log *slog.Logger) (string, error) {
 	var lateShort int64
 	_ = p.setupPool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE status = 'failed' AND (failure->>'code')::int = 5001`).Scan(&lateShort)
 	say("orders accepted and later failed with 5001 (insufficient supply), whole run: %d (target 0)", lateShort)
-	return fmt.Sprintf("bench orders_delivered: %.0f orders/s, ratio %.2f vs pgbench TPC-B (%.0f tps); accept→broadcast p50 %.0f ms, p99 %.0f ms; accept→confirmed p99 %.0f ms at half capacity; block interval %.0f ms",
-		capacity, capacity/tps, tps, bp50, bp99, cp99, interval), nil
+	if lateShort > 0 {
+		return "", fmt.Errorf("%d orders accepted and later failed with 5001: the run's supply or its commitment at acceptance failed", lateShort)
+	}
+	return fmt.Sprintf("bench orders_delivered: %.0f orders/s, ratio %.2f vs %s (%.0f tps); accept→broadcast p50 %.0f ms, p99 %.0f ms; accept→confirmed p99 %.0f ms at half capacity; block interval %.0f ms",
+		capacity, capacity/tps, st.refName(), tps, bp50, bp99, cp99, interval), nil
 }
