@@ -38,9 +38,11 @@ fuzz:
 ## chaos: the chaos soak (docs/reliability.md): the dev stack on a Postgres and a Redis of
 ## its own, under steady signed order load for CHAOS_DURATION (default 2m; e.g. make chaos
 ## CHAOS_DURATION=10m) while SIGKILL, Postgres and Redis restarts and outages, node faults
-## and forks are injected; then every invariant is checked. Ends with the line
-## `chaos: N orders, F faults, L lost, D duplicated, C charged twice, G delegated twice, S stuck`
-## and fails unless L, D, C, G and S are 0. `make test` runs it for two minutes.
+## and forks are injected and short rentals end; then every invariant is checked. Ends with
+## the line `chaos: N orders, F faults, E ended under faults, P% delivered (R refused by
+## faults), L lost, D duplicated, C charged twice, W charged wrong, G delegated twice,
+## S stuck, X unexpected exits` and fails unless every column is 0 and P >= 90. `make test`
+## runs it for two minutes and then plants one defect of each kind to test the checker.
 CHAOS_DURATION ?= 2m
 chaos:
 	CHAOS_DURATION=$(CHAOS_DURATION) $(GO) run ./infra/cmd/chaos

@@ -59,6 +59,9 @@ type Options struct {
 	// ReceiverMaxEnergy is the 5005 ceiling: energy one receiver may hold from this
 	// service's live orders, every account together. 0 means no ceiling.
 	ReceiverMaxEnergy int64
+	// ShortRental, when positive, is the rental period of the 5m tier (a test deployment's
+	// DEV_SHORT_RENTAL); zero is the tier's own.
+	ShortRental time.Duration
 	// ForbidProviderSpill restricts orders to the own pools: an order they cannot fill is
 	// 5007 instead of being filled from market providers or the deep reserve.
 	ForbidProviderSpill bool
@@ -440,6 +443,9 @@ func (m *Orders) prepare(ctx context.Context, accountID string, req Request, q *
 				WithField("receiver").With("activate_amount_sun", pr.ActivateSun)
 		}
 		tier, secs := string(req.Tier), pricing.TierSeconds(req.Tier)
+		if req.Tier == pricing.Tier5m && m.o.ShortRental > 0 {
+			secs = int64(m.o.ShortRental / time.Second)
+		}
 		n.Amount, n.Tier, n.DurationSeconds = req.Amount, &tier, &secs
 		n.EnergyAmountSun, n.UnitPriceCenti = pr.Quote.EnergyAmountSun, int64(pr.Quote.UnitPriceSun)
 		n.ActivationAmountSun = pr.ActivateSun // 0 when the receiver is activated

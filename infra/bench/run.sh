@@ -38,12 +38,17 @@ pair() {
     'BEGIN { printf "bench %s: %.0f %s, ratio %.2f vs %s (%.0f %s)\n", n, v, u, v / r, ref, r, u }'
 }
 
+# Every benchmark runs even when one before it failed (a delivery run in which no hold
+# held prints its line marked NOT HELD and fails); the command fails at the end, naming them.
+failed=()
+run() { local name=$1; shift; ( "$@" ) || failed+=("$name"); }
+
 # Chain follower catch-up from an old cursor, against the simulator's raw block-range
 # serving rate (the ceiling: fetching the same blocks with no processing).
-pair chainwatch_catchup blocks/s ./chainwatch BenchmarkCatchUp ./infra/tronsim BenchmarkCatchUp "simulator block fetch"
+run chainwatch_catchup pair chainwatch_catchup blocks/s ./chainwatch BenchmarkCatchUp ./infra/tronsim BenchmarkCatchUp "simulator block fetch"
 
 # Outbox relay publish rate, against producing the same records straight to the broker.
-pair outbox_relay events/s ./infra/outbox BenchmarkRelay ./infra/outbox BenchmarkDirectProduce "direct produce to kfake"
+run outbox_relay pair outbox_relay events/s ./infra/outbox BenchmarkRelay ./infra/outbox BenchmarkDirectProduce "direct produce to kfake"
 
 # steady NAME PKG BENCH REFPKG REFBENCH REFNAME: the summary line of two steady-state
 # benchmarks (edge/bench_test.go: EDGE_BENCH_CONCURRENCY keep-alive connections in a closed
@@ -61,21 +66,26 @@ steady() {
 
 # Signed-request verification on the edge (HMAC, replay cache, key lookup, rate limits),
 # every request freshly signed, against a public GET through the same edge and middleware.
-steady edge_signed_request ./edge BenchmarkSignedRequest ./edge BenchmarkPublicRequest "public GET on the same edge"
+run edge_signed_request steady edge_signed_request ./edge BenchmarkSignedRequest ./edge BenchmarkPublicRequest "public GET on the same edge"
 
 # The same signed GET made with the integrators' Go client (infra/client), against a bare
 # signed fasthttp request on the same edge: the client's own cost.
-steady client_signed_request ./edge BenchmarkSignedRequestClient ./edge BenchmarkSignedRequest "bare signed fasthttp request on the same edge"
+run client_signed_request steady client_signed_request ./edge BenchmarkSignedRequestClient ./edge BenchmarkSignedRequest "bare signed fasthttp request on the same edge"
 
 # GET /v1/prices served from the in-memory snapshot, measured with wrk against a trivial
 # fasthttp handler in the same process (target ratio >= 0.5).
-bash infra/bench/prices.sh
+run prices_get bash infra/bench/prices.sh
 # GET /v1/resources/{address} served from its cache, against GET /v1/prices on the same edge.
-bash infra/bench/resources.sh
-bash infra/bench/orders.sh # signed POST /v1/orders, whole pipeline running, vs pgbench TPC-B on the same database
-bash infra/bench/orders.sh delivery # orders reaching a broadcast delegation (3 s blocks), vs pgbench TPC-B
+run resources_get bash infra/bench/resources.sh
+run orders_create bash infra/bench/orders.sh # signed POST /v1/orders, whole pipeline running, vs pgbench TPC-B on the same database
+run orders_delivered bash infra/bench/orders.sh delivery # orders reaching a broadcast delegation (3 s blocks), vs pgbench TPC-B
 
 # Webhook deliveries drained by the deliverer (Kafka in, signed POST out, history written),
 # against plain signed POSTs to the same kind of receiver. The same benchmark also reports
 # p50/p99 commit-to-first-attempt delay at a steady 100 events/s (outbox and relay included).
-pair webhook_delivery deliveries/s ./consumers/webhookdelivery BenchmarkWebhookDelivery ./consumers/webhookdelivery BenchmarkPlainPost "plain HTTP POSTs to the same receiver"
+run webhook_delivery pair webhook_delivery deliveries/s ./consumers/webhookdelivery BenchmarkWebhookDelivery ./consumers/webhookdelivery BenchmarkPlainPost "plain HTTP POSTs to the same receiver"
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "bench: failed: ${failed[*]}" >&2
+  exit 1
+fi

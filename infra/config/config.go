@@ -162,6 +162,11 @@ type Orders struct {
 	// ReceiverMaxEnergy is the most energy one receiver may hold from this service's live
 	// orders, all accounts together (RECEIVER_MAX_ENERGY); above it 5005. 0 = no ceiling.
 	ReceiverMaxEnergy int64
+	// ShortRental, when set, is how long an order of the 5m tier rents (DEV_SHORT_RENTAL,
+	// the dev stack's only: CheckDeployed refuses it): the chaos soak sets it so that
+	// rentals end while it injects faults within a two-minute run. Zero is the tier's own
+	// 300 s.
+	ShortRental time.Duration
 	// GroupCommitters is how many group-commit transactions order creation runs at once
 	// (ORDER_GROUP_COMMITTERS, docs/orders.md "Group commit"); 0 stores every order in a
 	// transaction of its own.
@@ -451,6 +456,10 @@ func Load() (Config, error) {
 		AllowProviderSpill: boolean("ALLOW_PROVIDER_SPILL", true),
 		GroupCommitters:    integer("ORDER_GROUP_COMMITTERS", 2),
 		BacklogMaxAge:      dur("ORDER_BACKLOG_MAX_AGE", 60*time.Second),
+		ShortRental:        dur("DEV_SHORT_RENTAL", 0),
+	}
+	if r := c.Orders.ShortRental; r != 0 && (r < 10*time.Second || r > 5*time.Minute) {
+		errs = append(errs, fmt.Sprintf("DEV_SHORT_RENTAL=%s: want 10s to 5m", r))
 	}
 	c.Batches = Batches{
 		MaxReceivers:   integer("MAX_BATCH_RECEIVERS", 100),
@@ -554,9 +563,14 @@ func unknownVars(environ []string, known map[string]bool) []string {
 
 // CheckDeployed refuses what only a development machine may run with: on mainnet the
 // public host must be the service's real domain, since it is bound into every signed
-// challenge (a signature for "localhost" proves nothing to a customer). The edge binary,
-// the only stage that uses the host, calls it; the dev stack does not.
+// challenge (a signature for "localhost" proves nothing to a customer). DEV_SHORT_RENTAL
+// (a 5m tier that rents for less than the spec's 5 minutes) is refused on every network.
+// The edge binary, the only stage that uses the host and the one that accepts orders,
+// calls it; the dev stack does not.
 func (c Config) CheckDeployed() error {
+	if c.Orders.ShortRental != 0 {
+		return fmt.Errorf("configuration: DEV_SHORT_RENTAL=%s is for the dev stack and its soak only; unset it", c.Orders.ShortRental)
+	}
 	if c.Network == network.Mainnet {
 		h := strings.ToLower(c.Host)
 		if h == "localhost" || strings.HasPrefix(h, "localhost:") || strings.HasPrefix(h, "127.") || h == "::1" {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestBooleansAcceptOnlyTrueFalseOneZero(t *testing.T) {
@@ -65,6 +66,24 @@ func TestMainnetRefusesLocalhost(t *testing.T) {
 	t.Setenv("PUBLIC_HOST", "localhost")
 	if c, _ = Load(); c.CheckDeployed() != nil {
 		t.Fatal("nile with localhost refused")
+	}
+}
+
+// A 5m tier renting 40 s is the chaos soak's (the dev stack's) alone: a deployed edge refuses
+// to start with it on any network, and the dev stack's range is checked at load.
+func TestShortRentalIsTheDevStacksOnly(t *testing.T) {
+	t.Setenv("NETWORK", "nile")
+	t.Setenv("DEV_SHORT_RENTAL", "40s")
+	c, err := Load()
+	if err != nil || c.Orders.ShortRental != 40*time.Second {
+		t.Fatalf("load: %v, %s", err, c.Orders.ShortRental)
+	}
+	if err := c.CheckDeployed(); err == nil || !strings.Contains(err.Error(), "DEV_SHORT_RENTAL") {
+		t.Fatalf("a deployed edge with DEV_SHORT_RENTAL: %v", err)
+	}
+	t.Setenv("DEV_SHORT_RENTAL", "1s")
+	if _, err := Load(); err == nil || !strings.Contains(err.Error(), "DEV_SHORT_RENTAL") {
+		t.Fatalf("1s accepted: %v", err)
 	}
 }
 

@@ -139,6 +139,19 @@ func SetSent(ctx context.Context, db DB, txID, state string, result *string) err
 	return err
 }
 
+// DueBroadcastNow makes every order with a broadcast transaction not yet settled due at
+// once, and returns how many. A starting processor calls it: what the node held in its
+// pending pool when the processor (or the node with it) went down may be gone, and such an
+// order's timer otherwise fires only LandGrace after the broadcast (orderflow's
+// landedOrDropped sends the transaction again). Reads the journal's partial index of
+// unsettled rows.
+func DueBroadcastNow(ctx context.Context, db DB) (int64, error) {
+	tag, err := db.Exec(ctx, `UPDATE orders SET next_due_at = now()
+		WHERE id IN (SELECT order_id FROM signed_txs WHERE state = 'broadcast')
+			AND (next_due_at IS NULL OR next_due_at > now())`)
+	return tag.RowsAffected(), err
+}
+
 // SetAwaitingBlock puts a transaction recorded as dropped back to broadcast: the node
 // knows it after all, and its block result is still to come.
 func SetAwaitingBlock(ctx context.Context, tx pgx.Tx, txID string) error {

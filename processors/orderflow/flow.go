@@ -160,6 +160,7 @@ type Flow struct {
 	transitions *prometheus.CounterVec
 	stepErrors  prometheus.Counter
 	deliverySec prometheus.Histogram
+	resent      prometheus.Counter
 }
 
 // New checks the options and registers the metrics.
@@ -212,6 +213,9 @@ func New(o Options) (*Flow, error) {
 	f.transitions = metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "orderflow_transitions_total", Help: "Order state changes made by the processor, by new state.",
 	}, []string{"to"}))
+	f.resent = metrics.Register(o.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "orderflow_resent_total", Help: "Broadcast transactions sent again because they were in no block two block intervals after they were built (settle.go).",
+	}))
 	f.stepErrors = metrics.Register(o.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "orderflow_step_errors_total", Help: "Order steps that failed and will be retried (node or database errors).",
 	}))

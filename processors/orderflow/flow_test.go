@@ -10,7 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"rental/infra/orderstore"
+	"rental/infra/testenv"
 	"rental/infra/tron"
+	"rental/infra/tronsim"
+	"rental/schemas/network"
 	"rental/schemas/orders"
 )
 
@@ -380,6 +383,39 @@ func TestExpiredRefusalOfALandedDelegationDelegatesOnce(t *testing.T) {
 	}
 	if d := e.delegated(to, orders.Energy); d != fillBalance {
 		t.Fatalf("receiver holds %d SUN of delegation, the order's fill %d", d, fillBalance)
+	}
+	e.invariants()
+}
+
+// A node that loses its pending pool with the processor (the dev stack's SIGKILL: the
+// simulator dies with it) never puts the broadcast delegation in a block, and no chain fact
+// comes. A starting processor makes such orders due at once and sends the same signed bytes
+// again, so the order is delivered within a few blocks, not after LandGrace (here 60 s) and
+// a new signature; one txid, one landed delegation.
+func TestAStartingProcessorSendsALostBroadcastAgain(t *testing.T) {
+	e := newEnvSim(t, network.Mainnet, nil, testenv.Kafka(t), func(o *tronsim.Options) { o.BlockInterval = time.Second })
+	e.landGrace = 60 * time.Second
+	stop := e.startFlow()
+	acc := e.account(100)
+	to := e.receiver(true)
+	e.control("/sim/faults", map[string]any{"kind": "drop_tx", "count": 1}, nil)
+	o := e.order(acc, orderSpec{resource: orders.Energy, amount: 65_000, tier: "1h", receiver: to})
+	e.waitStatus(acc, o.ID, 20*time.Second, orders.Delegated)
+	stop()
+	began := time.Now()
+	e.startFlow()
+	e.waitStatus(acc, o.ID, 20*time.Second, orders.Active)
+	t.Logf("active %s after the restart", time.Since(began).Round(time.Millisecond))
+	var landed, signed int
+	if err := e.db.Pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE state = 'landed'), count(*) FROM signed_txs
+		WHERE order_id = $1 AND purpose = 'delegate'`, o.ID).Scan(&landed, &signed); err != nil {
+		t.Fatal(err)
+	}
+	if landed != 1 || signed != 1 {
+		t.Fatalf("%d delegations signed, %d landed: want the one signed before the restart, landed", signed, landed)
+	}
+	if got := e.delegated(to, orders.Energy); got <= 0 {
+		t.Fatalf("nothing delegated on chain to %s", to)
 	}
 	e.invariants()
 }

@@ -58,7 +58,8 @@ type env struct {
 	ledger    *ledgerstore.Ledger
 	clock     *clock
 	pools     []tron.PrivateKey
-	lock      LockPolicy // the processor's DELEGATION_LOCK (default none)
+	lock      LockPolicy    // the processor's DELEGATION_LOCK (default none)
+	landGrace time.Duration // the processor's LandGrace (default 2 s)
 }
 
 func poolKey(i int) tron.PrivateKey {
@@ -130,8 +131,12 @@ func (e *env) startFlowReturning() *Flow {
 
 func (e *env) runFlow() (*Flow, func()) {
 	e.t.Helper()
+	grace := e.landGrace
+	if grace == 0 {
+		grace = 2 * time.Second
+	}
 	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools, Providers: e.providers, Deep: e.deep,
-		LandGrace: 2 * time.Second, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Now: e.clock.Now, Logger: quiet(), LockPolicy: e.lock,
+		LandGrace: grace, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Now: e.clock.Now, Logger: quiet(), LockPolicy: e.lock,
 		Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		e.t.Fatal(err)

@@ -74,6 +74,11 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 	if err := f.RegisterPools(ctx); err != nil {
 		return err
 	}
+	if n, err := orderstore.DueBroadcastNow(ctx, f.o.Pool); err != nil {
+		return err
+	} else if n > 0 {
+		f.log.Info("orders with a broadcast transaction not yet in a block are due now", "orders", n)
+	}
 	intents, err := kafka.NewRunner(kafka.RunnerOptions{
 		Brokers: ro.Brokers, Group: ro.Group + ".intents", Topics: []string{topics.OrderIntents.Name},
 		Handler: f.HandleIntent, Logger: f.log, Registerer: f.o.Registerer, ClientOpts: ro.ClientOpts,

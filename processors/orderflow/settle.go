@@ -201,9 +201,23 @@ func (f *Flow) confirmed(o orderstore.Row, now time.Time) {
 	f.deliverySec.Observe(now.Sub(time.Time(o.CreatedAt)).Seconds())
 }
 
+// txLifetime is how long after its reference block a transaction the node builds expires:
+// java-tron's Wallet.createTransactionCapsule sets expiration to the head block's time plus
+// TRANSACTION_DEFAULT_EXPIRATION_TIME (60 s, Constant.java).
+const txLifetime = 60 * time.Second
+
+// resendAfter is how long (chain time) a broadcast transaction may be in no block before the
+// processor sends it again: two of TRON's block intervals.
+const resendAfter = 2 * blockInterval
+
 // landedOrDropped decides about a broadcast transaction the node does not show in a
 // block: past its expiration on the chain's clock it can never land (dropped); before, the
-// order waits.
+// order waits. A transaction in no block for more than resendAfter is sent again, the same
+// signed bytes, once per wait: a node that lost it (restarted with an empty pending pool,
+// or dropped it) takes it anew and the order is delivered within a block or two, instead of
+// after the rest of the transaction's minute and a new signature; a node that still holds
+// it answers DUP_TRANSACTION_ERROR (java-tron's Wallet.broadcastTransaction looks the id up
+// among recent transactions, pending ones included), and one txid lands at most once.
 func (f *Flow) landedOrDropped(ctx context.Context, tx pgx.Tx, o orderstore.Row, j orderstore.JournalEntry) (bool, action, error) {
 	head, err := f.headTime(ctx)
 	if err != nil {
@@ -215,7 +229,24 @@ func (f *Flow) landedOrDropped(ctx context.Context, tx pgx.Tx, o orderstore.Row,
 		}
 		return true, nil, nil
 	}
-	return f.wait(ctx, tx, o, f.o.Now().Add(f.o.RetryEvery))
+	var resend action
+	if built := j.Expiration - txLifetime.Milliseconds(); head-built > resendAfter.Milliseconds() {
+		resend = f.resend(j)
+	}
+	_, _, err = f.wait(ctx, tx, o, f.o.Now().Add(f.o.RetryEvery))
+	return false, resend, err
+}
+
+// resend broadcasts a journaled transaction again (landedOrDropped). The journal row
+// stays as it is (SetSent changes only a row still signed): its block result settles it as
+// before, and a refusal (expired, TaPoS) leaves it to expire and be signed anew.
+func (f *Flow) resend(j orderstore.JournalEntry) action {
+	return func(ctx context.Context) (bool, error) {
+		f.log.Info("a broadcast transaction is in no block after two block intervals; sending it again", "txid", j.TxID, "purpose", j.Purpose)
+		f.resent.Inc()
+		_, _, err := f.broadcast(ctx, j)
+		return false, err
+	}
 }
 
 // settleFromNode records a transaction's block result from the node when its block is at

@@ -16,8 +16,47 @@ import (
 )
 
 type result struct {
-	orders, faults                                        int
-	lost, duplicated, chargedTwice, delegatedTwice, stuck int
+	orders, faults int
+	// ended: rentals that ended (expired) while faults were injected.
+	ended int
+	// delivered of deliverable: orders whose delegation landed, of the orders accepted less
+	// those failed with 5002 after a fault that refused or lost their delegation (refused).
+	delivered, deliverable, refused int
+	findings                        map[string]int // by column (columns)
+}
+
+// columns are the checker's columns, in the last line's order.
+var columns = []struct{ key, name string }{
+	{"L", "lost"}, {"D", "duplicated"}, {"C", "charged twice"}, {"W", "charged wrong"},
+	{"G", "delegated twice"}, {"S", "stuck"}, {"X", "unexpected exits"},
+}
+
+// minDelivered is the floor on delivered / deliverable: a run in which most orders failed
+// and were refunded is not a pass, even with every other column at zero.
+const minDelivered = 0.9
+
+// bad is whether the run failed: any finding, or too little delivered.
+func (r result) bad() bool {
+	for _, c := range columns {
+		if r.findings[c.key] > 0 {
+			return true
+		}
+	}
+	return r.deliverable > 0 && float64(r.delivered) < minDelivered*float64(r.deliverable)
+}
+
+// line is the soak's last line.
+func (r result) line() string {
+	pct := 100.0
+	if r.deliverable > 0 {
+		pct = 100 * float64(r.delivered) / float64(r.deliverable)
+	}
+	out := fmt.Sprintf("chaos: %d orders, %d faults, %d ended under faults, %.1f%% delivered (%d refused by faults)",
+		r.orders, r.faults, r.ended, pct, r.refused)
+	for _, c := range columns {
+		out += fmt.Sprintf(", %d %s", r.findings[c.key], c.name)
+	}
+	return out
 }
 
 // finding is one broken invariant, reported on stderr under its column.
@@ -78,34 +117,83 @@ func (e *env) soak(ctx context.Context) (result, error) {
 	settled := e.settle(ctx, settleBy)
 	e.log.Info("settled", "ok", settled, "after", time.Since(loadEnd).Round(time.Second))
 
-	f := &findings{e: e, n: map[string]int{}, seen: map[string]int{}}
 	all := l.snapshot()
-	if err := e.checkOutside(ctx, f, l, all); err != nil {
-		return res, fmt.Errorf("checks from outside: %w", err)
-	}
-	if err := e.checkDB(ctx, f, all); err != nil {
-		return res, fmt.Errorf("checks in the database: %w", err)
-	}
-	if err := e.checkChain(ctx, f, receivers); err != nil {
-		return res, fmt.Errorf("checks on chain: %w", err)
+	f, err := e.check(ctx, l, all, receivers)
+	if err != nil {
+		return res, err
 	}
 	for _, o := range all {
 		if o.outcome == "created" {
 			res.orders++
 		}
 	}
+	if len(faults) > 0 {
+		if res.ended, err = e.endedBetween(ctx, faults[0].start, faults[len(faults)-1].end); err != nil {
+			return res, err
+		}
+	}
+	if res.delivered, res.deliverable, res.refused, err = e.deliveredShare(ctx); err != nil {
+		return res, err
+	}
 	e.summarise(ctx, all, faults, rec.attempts(), loadEnd, began)
-	res.lost, res.duplicated, res.chargedTwice, res.delegatedTwice, res.stuck = f.n["L"], f.n["D"], f.n["C"], f.n["G"], f.n["S"]
+	res.findings = f.n
+	if e.st.plant {
+		if err := e.plantAndCheck(ctx, l, receivers); err != nil {
+			return res, fmt.Errorf("planted defects: %w", err)
+		}
+	}
 	return res, nil
 }
 
+// check runs every check of the settled soak: from outside (the API), in the database and
+// on chain; and counts the dev stack's exits the soak did not cause.
+func (e *env) check(ctx context.Context, l *load, all []*order, receivers []string) (*findings, error) {
+	f := &findings{e: e, n: map[string]int{}, seen: map[string]int{}}
+	if err := e.checkOutside(ctx, f, l, all); err != nil {
+		return nil, fmt.Errorf("checks from outside: %w", err)
+	}
+	if err := e.checkDB(ctx, f, all); err != nil {
+		return nil, fmt.Errorf("checks in the database: %w", err)
+	}
+	if err := e.checkChain(ctx, f, receivers); err != nil {
+		return nil, fmt.Errorf("checks on chain: %w", err)
+	}
+	if n := e.exits.Load() - e.killsSent.Load(); n > 0 {
+		for range n {
+			f.add("X", "the dev stack exited without the soak killing it (log %s)", e.stack.logPath)
+		}
+	}
+	return f, nil
+}
+
+// endedBetween counts the rentals that ended at expiry in [from, to].
+func (e *env) endedBetween(ctx context.Context, from, to time.Time) (int, error) {
+	var n int
+	err := e.db.QueryRow(ctx, `SELECT count(*) FROM orders WHERE status = 'expired' AND ended_at BETWEEN $1 AND $2`, from, to).Scan(&n)
+	return n, err
+}
+
+// deliveredShare counts the orders whose delegation landed, and the orders that could have
+// been: every order less those failed with 5002 delegation_failed (the reject and drop
+// faults refuse or lose their broadcasts; counted apart as refused).
+func (e *env) deliveredShare(ctx context.Context) (delivered, deliverable, refused int, err error) {
+	var all int
+	err = e.db.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE delegated_at IS NOT NULL),
+			count(*) FILTER (WHERE status = 'failed' AND (failure->>'code')::int = 5002)
+		FROM orders`).Scan(&all, &delivered, &refused)
+	return delivered, all - refused, refused, err
+}
+
 // inFlight counts what is not settled yet: orders in flight, journal transactions not
-// settled, orders past their expiry not ended, events not yet published.
+// settled, orders past their expiry not ended, events not yet published. Settling waits
+// for every rental past its expiry to end (its undelegation in a block and in the
+// database): a check that read the chain while an undelegation was between the two would
+// count a receiver lost and an order stuck that are neither.
 func (e *env) inFlight(ctx context.Context) (orders, journal, overdue, outbox int64, err error) {
 	err = e.db.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM orders WHERE status IN ('created', 'paid', 'allocating', 'delegated')),
 		(SELECT count(*) FROM signed_txs WHERE state IN ('signed', 'broadcast')),
-		(SELECT count(*) FROM orders WHERE status IN ('confirmed', 'active') AND expires_at < now() - interval '60 seconds'),
+		(SELECT count(*) FROM orders WHERE status IN ('confirmed', 'active') AND expires_at < now()),
 		(SELECT count(*) FROM outbox WHERE published_at IS NULL)`).Scan(&orders, &journal, &overdue, &outbox)
 	return
 }
@@ -192,12 +280,24 @@ func (e *env) checkDB(ctx context.Context, f *findings, all []*order) error {
 		{"C", `SELECT o.id || ': ' || count(p.id) || ' captures of ' || coalesce(sum(p.amount_sun), 0) || ' SUN, charged ' || o.charged_amount_sun
 			FROM orders o LEFT JOIN ledger_postings p ON p.reference_id = o.id AND p.kind = 'capture'
 			WHERE o.status NOT IN ('created', 'paid', 'allocating', 'delegated')
-			GROUP BY o.id HAVING count(p.id) <> 1 OR coalesce(sum(p.amount_sun), 0) <> o.charged_amount_sun`,
-			"order not captured exactly once for its charge"},
+			GROUP BY o.id HAVING count(p.id) <> 1`,
+			"order not captured exactly once"},
 		{"C", `SELECT o.id || ': refunds ' || coalesce(sum(p.amount_sun), 0) || ' SUN in ' || count(p.id) || ' postings, refunded_amount_sun ' || o.refunded_amount_sun
 			FROM orders o LEFT JOIN ledger_postings p ON p.reference_id = o.id AND p.kind = 'refund'
 			GROUP BY o.id HAVING coalesce(sum(p.amount_sun), 0) <> o.refunded_amount_sun OR coalesce(sum(p.amount_sun), 0) > o.charged_amount_sun`,
 			"order refunded other than its record says"},
+		{"W", `SELECT o.id || ': charged ' || o.charged_amount_sun || ' SUN for ' || o.amount || ' at ' || o.unit_price_centi ||
+				' centisun (resource ' || o.energy_amount_sun || ', activation ' || o.activation_amount_sun || ')'
+			FROM orders o WHERE o.charged_amount_sun <> o.energy_amount_sun + o.activation_amount_sun
+				OR (o.resource <> 'activation' AND abs(o.energy_amount_sun - ceil(o.amount::numeric * o.unit_price_centi / 100)) > o.amount / 200 + 1)`,
+			"order charged other than its amount times the price it was accepted at"},
+		{"W", `SELECT o.id || ': captured ' || sum(p.amount_sun) || ' SUN, charged ' || o.charged_amount_sun
+			FROM orders o JOIN ledger_postings p ON p.reference_id = o.id AND p.kind = 'capture'
+			GROUP BY o.id HAVING count(p.id) = 1 AND sum(p.amount_sun) <> o.charged_amount_sun`,
+			"capture other than the order's charge"},
+		{"G", `SELECT o.id || ': fills delivered ' || sum(f.amount) || ' of ' || o.amount FROM orders o JOIN order_fills f ON f.order_id = o.id
+			WHERE f.state IN ('landed', 'returned') GROUP BY o.id HAVING sum(f.amount) > o.amount`,
+			"order delivered more than its amount"},
 		{"L", `SELECT o.id || ' (' || o.status || '): refunded ' || o.refunded_amount_sun || ' of ' || o.charged_amount_sun
 			FROM orders o WHERE o.status IN ('failed', 'refunded') AND (o.refunded_amount_sun <> o.charged_amount_sun OR
 			(o.charged_amount_sun > 0 AND NOT EXISTS (SELECT 1 FROM ledger_postings p WHERE p.reference_id = o.id AND p.kind = 'refund')))`,
@@ -261,57 +361,89 @@ func (e *env) checkDB(ctx context.Context, f *findings, all []*order) error {
 	return nil
 }
 
-// checkChain compares, receiver by receiver, the energy stake delegated to it on chain with
-// its orders' landed fills. A difference is looked at again a few times (an expiry's
-// undelegation may be between the chain and the database for a few blocks) before it counts.
+// checkChain compares, per (pool, receiver), the energy stake delegated on chain with the
+// landed fills of that pool to that receiver: one extra delegation from one pool and one
+// missing from another cannot cancel out. A difference is looked at again a few times (an
+// undelegation may be between the chain and the database for a few blocks) before it
+// counts.
 func (e *env) checkChain(ctx context.Context, f *findings, receivers []string) error {
 	pending := receivers
-	var lastDiff map[string][2]int64
+	type pair struct{ pool, receiver string }
+	var lastDiff map[pair][2]int64
 	for round := 0; round < 4 && len(pending) > 0; round++ {
 		if round > 0 {
 			sleep(ctx, time.Duration(e.st.confirmations+2)*e.st.blockInterval)
 		}
-		fills := map[string]int64{}
-		rows, err := e.db.Query(ctx, `SELECT o.receiver, sum(f.balance_sun)::bigint FROM order_fills f JOIN orders o ON o.id = f.order_id
-			WHERE f.state = 'landed' AND o.resource = 'energy' GROUP BY o.receiver`)
+		fills := map[pair]int64{}
+		rows, err := e.db.Query(ctx, `SELECT f.pool_address, o.receiver, sum(f.balance_sun)::bigint FROM order_fills f JOIN orders o ON o.id = f.order_id
+			WHERE f.state = 'landed' AND o.resource = 'energy' AND f.pool_address IS NOT NULL GROUP BY 1, 2`)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
-			var r string
+			var p pair
 			var s int64
-			if err := rows.Scan(&r, &s); err != nil {
+			if err := rows.Scan(&p.pool, &p.receiver, &s); err != nil {
 				rows.Close()
 				return err
 			}
-			fills[r] = s
+			fills[p] = s
 		}
 		rows.Close()
-		lastDiff = map[string][2]int64{}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		lastDiff = map[pair][2]int64{}
 		var next []string
 		for _, r := range pending {
 			var v tronsim.AccountView
 			if err := e.simCallRetry(ctx, 30*time.Second, "/sim/accounts/"+r, nil, &v); err != nil {
 				return err
 			}
-			var onChain int64
+			onChain := map[pair]int64{}
 			for _, d := range v.DelegationsIn {
-				onChain += d.EnergySun
+				if d.EnergySun > 0 {
+					onChain[pair{d.From, r}] += d.EnergySun
+				}
 			}
-			if onChain != fills[r] {
+			for p := range fills {
+				if _, ok := onChain[p]; !ok && p.receiver == r {
+					onChain[p] = 0 // landed fills with nothing on chain
+				}
+			}
+			differs := false
+			for p, c := range onChain {
+				if c != fills[p] {
+					differs = true
+					lastDiff[p] = [2]int64{c, fills[p]}
+				}
+			}
+			if differs {
 				next = append(next, r)
-				lastDiff[r] = [2]int64{onChain, fills[r]}
 			}
 		}
 		pending = next
 	}
-	sort.Strings(pending)
+	keys := make([]pair, 0, len(lastDiff))
+	for p := range lastDiff {
+		keys = append(keys, p)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].receiver+keys[i].pool < keys[j].receiver+keys[j].pool
+	})
+	stillPending := map[string]bool{}
 	for _, r := range pending {
-		d := lastDiff[r]
+		stillPending[r] = true
+	}
+	for _, p := range keys {
+		if !stillPending[p.receiver] {
+			continue
+		}
+		d := lastDiff[p]
 		if d[0] > d[1] {
-			f.add("G", "receiver %s: %d SUN of energy stake delegated on chain, landed fills %d (chain)", r, d[0], d[1])
+			f.add("G", "receiver %s: %d SUN of energy stake delegated on chain from %s, landed fills %d (chain)", p.receiver, d[0], p.pool, d[1])
 		} else {
-			f.add("L", "receiver %s: %d SUN of energy stake delegated on chain, landed fills %d (chain)", r, d[0], d[1])
+			f.add("L", "receiver %s: %d SUN of energy stake delegated on chain from %s, landed fills %d (chain)", p.receiver, d[0], p.pool, d[1])
 		}
 	}
 	return nil

@@ -37,11 +37,10 @@ type env struct {
 	cfg     config.Config
 	db      *pgxpool.Pool
 
-	stopping        atomic.Bool
-	killsSent       atomic.Int64
-	exits           atomic.Int64
-	unexpectedExits int64
-	superDone       chan struct{}
+	stopping  atomic.Bool
+	killsSent atomic.Int64
+	exits     atomic.Int64
+	superDone chan struct{}
 }
 
 func startEnv(ctx context.Context, st settings, dir string, log *slog.Logger) (*env, error) {
@@ -100,6 +99,7 @@ func startEnv(ctx context.Context, st settings, dir string, log *slog.Logger) (*
 				"DATA_DIR":              filepath.Join(dir, "data"),
 				"SIM_BLOCK_INTERVAL":    st.blockInterval.String(),
 				"CONFIRMATIONS":         fmt.Sprint(st.confirmations),
+				"DEV_SHORT_RENTAL":      st.shortRental.String(),
 				"CHAIN_POLL_INTERVAL":   "200ms",
 				"OUTBOX_SWEEP_INTERVAL": "200ms",
 				"PRICER_INTERVAL":       "1s",
@@ -175,7 +175,11 @@ func (e *env) supervise(ctx context.Context) {
 func (e *env) killStack(ctx context.Context) error {
 	e.killsSent.Add(1)
 	e.stack.signal(syscall.SIGKILL, 10*time.Second)
-	// wait for the supervisor's restart
+	return e.waitRestarted(ctx)
+}
+
+// waitRestarted waits for the supervisor to start the stack again and for its API.
+func (e *env) waitRestarted(ctx context.Context) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for !e.stack.running() {
 		if time.Now().After(deadline) {
@@ -200,7 +204,6 @@ func (e *env) close() {
 	if e.pg != nil {
 		e.pg.signal(syscall.SIGINT, 30*time.Second)
 	}
-	e.unexpectedExits = max(0, e.exits.Load()-e.killsSent.Load())
 }
 
 // sim calls the simulator's control API (POST when in is not nil).

@@ -32,9 +32,10 @@ const fundSun = 1_000_000 * 1_000_000
 // orderEnergy is the size of every order.
 const orderEnergy = 65_000
 
-// shortTierLead is how long before the end of the load 5-minute orders stop: their 5
-// minutes, their delivery and the undelegation's confirmations.
-const shortTierLead = 6 * time.Minute
+// shortTierMargin is, beyond the short rental itself, how long before the end of the load
+// 5m-tier orders stop: their delivery and the undelegation's confirmations, so that the
+// rentals end while faults are still injected.
+const shortTierMargin = 20 * time.Second
 
 type account struct {
 	id string
@@ -201,11 +202,11 @@ func (l *load) generate(ctx, clientCtx context.Context, end time.Time, rate floa
 			if now.After(end) {
 				return
 			}
-			// Every other order is for 5 minutes while its expiry (and undelegation) still
-			// falls inside the load, so expiries run under the faults and none is half done
-			// when the checks read the chain; the others are for an hour.
+			// Every other order is of the 5m tier (renting DEV_SHORT_RENTAL) while its expiry
+			// (and undelegation) still falls inside the load, so that rentals end under the
+			// faults; the others are for an hour and never end during the soak.
 			tier := "1h"
-			if n%2 == 1 && now.Add(shortTierLead).Before(end) {
+			if n%2 == 1 && now.Add(l.e.st.shortRental+shortTierMargin).Before(end) {
 				tier = "5m"
 			}
 			o := &order{coid: fmt.Sprintf("chaos-%s-%d", l.run, n), acct: n % len(l.accts),

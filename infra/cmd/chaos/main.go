@@ -12,8 +12,9 @@
 //
 // Load: CHAOS_ACCOUNTS accounts, each with a signed API key and credited 1,000,000 TRX
 // through the ledger, send CHAOS_RATE orders per second in total (65,000 energy to one of
-// CHAOS_RECEIVERS activated receivers; every other order for 5 minutes while its expiry
-// still falls within the load, the others for an hour). Each order is sent as a careful client would: infra/client's CreateOrder (retries
+// CHAOS_RECEIVERS activated receivers; every other order of the 5m tier, which the stack
+// rents for CHAOS_SHORT_RENTAL (its DEV_SHORT_RENTAL) so that rentals end under the faults,
+// while its expiry still falls within the load; the others for an hour). Each order is sent as a careful client would: infra/client's CreateOrder (retries
 // 429, 5xx and network errors with the same client_order_id, then looks the order up by
 // client_order_id) and, while the outcome is still unknown or the service keeps failing,
 // CreateOrder again with the same client_order_id until a definite answer.
@@ -35,33 +36,41 @@
 // When the dev stack exits by itself it is started again, as a supervisor would, and the
 // exit is reported.
 //
-// Checks after the load (L, D, C, G, S of the last line):
+// Checks after the load and the settling (which waits, bounded, for every rental past its
+// expiry to end, its undelegation in a block and in the database), by column (check.go,
+// docs/reliability.md):
 //
 //	L lost            an order the client was told exists (201/200) missing from the API or
-//	                  the database; a failed order not refunded; a landed fill not on chain
+//	                  the database; a failed order not refunded; a (pool, receiver) pair
+//	                  with less delegated on chain than its landed fills
 //	D duplicated      a client_order_id with more than one order (API or database)
-//	C charged twice   an order captured more than once or for more than its charge,
-//	                  refunded more than once or for more than its charge; any ledger
-//	                  invariant broken (balance = postings, reserved = placed holds, totals,
-//	                  every placed hold belongs to a live order); an account's balance from
-//	                  GET /v1/balance not equal to its funding less its orders' net charges
-//	G delegated twice more delegated to a receiver on chain than its landed fills; more
-//	                  than one landed delegation transaction for one fill
-//	S stuck           an order still in flight (created, paid, allocating, delegated), a
-//	                  journal transaction still signed or broadcast, an order past its
-//	                  expiry not ended, a client_order_id whose outcome the client never
-//	                  learnt; all after up to CHAOS_SETTLE of settling
+//	C charged twice   an order captured more than once, refunded more than once or for more
+//	                  than its charge; any ledger invariant broken; an account's balance
+//	                  from GET /v1/balance not equal to its funding less its orders' net
+//	                  charges
+//	W charged wrong   a charge other than the amount times the price accepted plus the
+//	                  activation fee; a capture other than the charge
+//	G delegated twice a (pool, receiver) pair with more delegated on chain than its landed
+//	                  fills; more than one landed delegation for one fill; landed fills
+//	                  above an order's amount
+//	S stuck           an order still in flight, a journal transaction still signed or
+//	                  broadcast, an order past its expiry not ended, a client_order_id whose
+//	                  outcome the client never learnt; all after up to CHAOS_SETTLE
+//	X unexpected exit an exit of the dev stack the soak did not cause
 //
 // Output: progress and one line per fault kind on stderr, then exactly one line on stdout:
 //
-//	chaos: N orders, F faults, L lost, D duplicated, C charged twice, G delegated twice, S stuck
+//	chaos: N orders, F faults, E ended under faults, P% delivered (R refused by faults), L lost, D duplicated, C charged twice, W charged wrong, G delegated twice, S stuck, X unexpected exits
 //
-// It exits 1 when any of L, D, C, G, S is not zero (or the soak itself failed).
+// It exits 1 when a column is not zero or fewer than 90 % of the deliverable orders (those
+// not refused by the reject fault) were delivered (2 when the soak itself failed). With
+// CHAOS_PLANT=1 it then plants one defect of every kind and fails unless each is reported
+// in its column (plant.go).
 //
 // Settings (environment): CHAOS_DURATION (2m, the load; at most 50m), CHAOS_RATE (12 orders/s),
 // CHAOS_ACCOUNTS (20), CHAOS_RECEIVERS (300), CHAOS_FAULTS (all kinds above, comma
 // separated), CHAOS_OUTAGE (10s), CHAOS_BLOCK_INTERVAL (1s), CHAOS_CONFIRMATIONS (4),
-// CHAOS_SETTLE (3m), CHAOS_DIR (work directory with every process's log, kept; default a
+// CHAOS_SETTLE (3m), CHAOS_SHORT_RENTAL (40s), CHAOS_PLANT (0), CHAOS_DIR (work directory with every process's log, kept; default a
 // temporary one, removed after a clean run), CHAOS_DEVSTACK (a dev stack binary to use
 // instead of building one). Postgres's files live in a temporary directory of their own,
 // removed after a clean run.
@@ -99,6 +108,8 @@ func main() {
 
 type settings struct {
 	duration, outage, blockInterval, settle time.Duration
+	shortRental                             time.Duration // DEV_SHORT_RENTAL of the stack
+	plant                                   bool
 	rate                                    float64
 	accounts, receivers, confirmations      int
 	faults                                  []string
@@ -119,6 +130,8 @@ func loadSettings() (settings, error) {
 		accounts:      num("CHAOS_ACCOUNTS", 20),
 		receivers:     num("CHAOS_RECEIVERS", 300),
 		confirmations: num("CHAOS_CONFIRMATIONS", 4),
+		shortRental:   dur("CHAOS_SHORT_RENTAL", 40*time.Second),
+		plant:         os.Getenv("CHAOS_PLANT") == "1",
 		faults:        allFaults,
 		dir:           os.Getenv("CHAOS_DIR"),
 		devstack:      os.Getenv("CHAOS_DEVSTACK"),
@@ -178,8 +191,8 @@ func run(log *slog.Logger) (string, bool, error) {
 	}
 	// After a clean run only a CHAOS_DIR stays (the logs); otherwise everything stays for
 	// a post-mortem.
-	bad := res.lost+res.duplicated+res.chargedTwice+res.delegatedTwice+res.stuck > 0
-	if bad || e.unexpectedExits > 0 {
+	bad := res.bad()
+	if bad {
 		log.Info("work directory kept", "dir", dir, "postgres_data", e.pg.dir)
 	} else {
 		_ = os.RemoveAll(e.pg.dir)
@@ -187,8 +200,7 @@ func run(log *slog.Logger) (string, bool, error) {
 			_ = os.RemoveAll(dir)
 		}
 	}
-	return fmt.Sprintf("chaos: %d orders, %d faults, %d lost, %d duplicated, %d charged twice, %d delegated twice, %d stuck",
-		res.orders, res.faults, res.lost, res.duplicated, res.chargedTwice, res.delegatedTwice, res.stuck), bad, nil
+	return res.line(), bad, nil
 }
 
 // buildDevstack builds infra/cmd/devstack into dir (the module's own source, wherever the

@@ -48,6 +48,7 @@ func Acceptance(cfg config.Config, pool *pgxpool.Pool, prices *acceptance.Prices
 		MaxInFlight:         cfg.Orders.MaxInFlight,
 		MaxOrderEnergy:      cfg.Orders.MaxOrderEnergy,
 		ReceiverMaxEnergy:   cfg.Orders.ReceiverMaxEnergy,
+		ShortRental:         cfg.Orders.ShortRental,
 		ForbidProviderSpill: !cfg.Orders.AllowProviderSpill,
 		MarketProviders:     len(cfg.Pricing.Providers),
 		CommitSupply:        true, // the pricer stage refreshes the rows (pricerstage)
