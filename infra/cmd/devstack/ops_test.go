@@ -2,8 +2,10 @@ package main_test
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -13,8 +15,29 @@ import (
 
 // wantMonitoredSeries reads the stack's /metrics and fails the test for each series
 // selector of an alert rule or a dashboard (infra/deploy/monitoring) whose metric the
-// stack does not export, or that filters on a label the metric does not carry.
+// stack does not export, or that filters on a label the metric does not carry. Gauges
+// sampled periodically (consumer lag, every 10 s) may appear a sample late: it reads
+// again for up to 15 s before it fails.
 func (s *stack) wantMonitoredSeries() {
+	s.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		missing := s.monitoredSeriesMissing()
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, m := range missing {
+				s.t.Error(m)
+			}
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// monitoredSeriesMissing is what wantMonitoredSeries fails on, read once.
+func (s *stack) monitoredSeriesMissing() []string {
 	s.t.Helper()
 	code, body := s.opsGet("/metrics")
 	if code != 200 {
@@ -60,23 +83,25 @@ func (s *stack) wantMonitoredSeries() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	var missing []string
 	for _, e := range exprs {
 		sels, err := monitoring.Selectors(e.Expr)
 		if err != nil {
-			s.t.Errorf("%s: %v", e.Where, err)
-			continue
+			s.t.Fatalf("%s: %v", e.Where, err)
 		}
 		for _, sel := range sels {
 			have, ok := labels[sel.Metric]
 			if !ok {
-				s.t.Errorf("%s reads %s, which the dev stack's /metrics does not carry", e.Where, sel.Metric)
+				missing = append(missing, fmt.Sprintf("%s reads %s, which the dev stack's /metrics does not carry", e.Where, sel.Metric))
 				continue
 			}
 			for _, l := range sel.Labels {
 				if !have[l] {
-					s.t.Errorf("%s filters %s on label %q, which it does not carry (it has %v)", e.Where, sel.Metric, l, slices.Sorted(maps.Keys(have)))
+					missing = append(missing, fmt.Sprintf("%s filters %s on label %q, which it does not carry (it has %v)",
+						e.Where, sel.Metric, l, slices.Sorted(maps.Keys(have))))
 				}
 			}
 		}
 	}
+	return missing
 }
