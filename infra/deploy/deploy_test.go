@@ -319,3 +319,29 @@ func TestOptionalComponentsRenderAndDecodeStrictly(t *testing.T) {
 		t.Error("no ConfigMap with the rules file")
 	}
 }
+
+// A misspelt field of KEDA's objects fails the render of the overlay too: they are decoded
+// as strictly as the Kubernetes types.
+func TestMisspeltScalerFieldFails(t *testing.T) {
+	fs := filesys.MakeFsInMemory()
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(path, ".go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if path == filepath.Join("keda", "scaledobjects.yaml") {
+			b = bytes.Replace(b, []byte("lagThreshold:"), []byte("lagTreshold:"), 1)
+		}
+		return fs.WriteFile(filepath.Join("/", path), b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = render(fs, "/all")
+	if err == nil || !strings.Contains(err.Error(), "lagTreshold") {
+		t.Fatalf("misspelt ScaledObject field not refused: %v", err)
+	}
+}
