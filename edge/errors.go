@@ -92,6 +92,7 @@ func (s *Server) writeErrorStatus(rc *fasthttp.RequestCtx, err error, e *apierr.
 	rc.Response.Header.SetContentType(contentTypeJSON)
 	rc.SetStatusCode(status)
 	rc.SetBody(b)
+	s.metrics.errors.WithLabelValues(routeLabel(rc), methodLabel(rc.Method()), strconv.Itoa(e.Code.Code)).Inc()
 }
 
 // notFound answers a path no route matches: 404 2050 route_not_found on "path".

@@ -17,6 +17,7 @@ import (
 // ("/v1/orders/{id}"), never by raw path, so series stay bounded.
 type metrics struct {
 	requests *prometheus.CounterVec
+	errors   *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
 }
@@ -27,6 +28,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "rental_http_requests_total",
 			Help: "API requests answered, by route template, method and HTTP status.",
 		}, []string{"route", "method", "status"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rental_http_errors_total",
+			Help: "API error answers by route template, method and the error envelope's code (5001, 5050, ...), which the HTTP status alone does not tell apart.",
+		}, []string{"route", "method", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "rental_http_request_duration_seconds",
 			Help:    "Time to answer an API request, by route template and method.",
@@ -37,7 +42,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "API requests being served now.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.inFlight} {
+	for _, c := range []prometheus.Collector{m.requests, m.errors, m.duration, m.inFlight} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("edge: register metrics: %w", err)
 		}

@@ -32,6 +32,26 @@ func counterValue(t *testing.T, ts *testServer, route, method, status string) fl
 	return 0
 }
 
+// errorCount is rental_http_errors_total for route, method and the envelope's code.
+func errorCount(t *testing.T, ts *testServer, route, method, code string) float64 {
+	t.Helper()
+	mfs, err := ts.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "rental_http_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if l := labels(m); l["route"] == route && l["method"] == method && l["code"] == code {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
 func labels(m *dto.Metric) map[string]string {
 	out := map[string]string{}
 	for _, l := range m.GetLabel() {
@@ -56,6 +76,17 @@ func TestAccessMetricsUseRouteTemplates(t *testing.T) {
 	}
 	if v := counterValue(t, ts, "unmatched", "other", "405"); v != 1 {
 		t.Errorf("unknown method counted %v, want 1 under method=other", v)
+	}
+	// Error answers are counted by the envelope's code too: a 404 of an unknown path is
+	// 2050 route_not_found, a 405 is 2051 method_not_allowed.
+	if v := errorCount(t, ts, "unmatched", "GET", "2050"); v != 1 {
+		t.Errorf("2050 counted %v, want 1", v)
+	}
+	if v := errorCount(t, ts, "unmatched", "other", "2051"); v != 1 {
+		t.Errorf("2051 counted %v, want 1", v)
+	}
+	if v := errorCount(t, ts, "/v1/status", "GET", "2050"); v != 0 {
+		t.Errorf("an answered route counted as 2050: %v", v)
 	}
 	mfs, _ := ts.reg.Gather()
 	for _, mf := range mfs {

@@ -150,8 +150,17 @@ func New(o Options) (*Deliverer, error) {
 	d.sender = &webhooks.Sender{Client: o.Policy.Client(o.MaxConnsPerHost), UserAgent: webhooks.UserAgent(o.Brand), Now: o.Now}
 	d.attempts = metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rental_webhook_attempts_total",
-		Help: "Webhook delivery attempts by outcome (succeeded, failed) and what followed (done, retry, failover, dead).",
-	}, []string{"status", "next"}))
+		Help: "Webhook delivery attempts by outcome (succeeded, failed), what followed (done, retry, failover, dead) and the endpoint's role (primary, backup).",
+	}, []string{"status", "next", "role"}))
+	// Every outcome starts at 0, so the first dead letter of a process is an increase an
+	// alert sees (a series born at 1 has none) and the dashboards show 0, not no data.
+	for _, role := range []string{webhooks.RolePrimary, webhooks.RoleBackup} {
+		for _, o := range [][2]string{{"succeeded", "done"}, {"failed", "retry"}, {"failed", "failover"}, {"failed", "dead"}} {
+			if o[1] != "failover" || role == webhooks.RolePrimary {
+				d.attempts.WithLabelValues(o[0], o[1], role)
+			}
+		}
+	}
 	d.latency = metrics.Register(o.Registerer, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "rental_webhook_attempt_seconds",
 		Help:    "Duration of one webhook POST, answer included.",
@@ -528,7 +537,7 @@ func (d *Deliverer) attempt(it webhooks.Item, t webhooks.Target, role string, n 
 	if sent.OK() {
 		status = "succeeded"
 	}
-	d.attempts.WithLabelValues(status, next).Inc()
+	d.attempts.WithLabelValues(status, next, role).Inc()
 	if sent.DeliveryID != "" {
 		d.latency.Observe(sent.Latency.Seconds())
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -17,9 +18,13 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"rental/infra/deploy/monitoring"
+	"rental/schemas/topics"
 )
 
 // typed returns an empty value of the API type of kind; the test refuses a kind it does
@@ -42,8 +47,65 @@ func typed(kind string) (any, bool) {
 		return &corev1.ServiceAccount{}, true
 	case "HorizontalPodAutoscaler":
 		return &autoscalingv2.HorizontalPodAutoscaler{}, true
+	case "ScaledObject":
+		return &scaledObject{}, true
+	case "PrometheusRule":
+		return &prometheusRule{}, true
+	case "PodMonitor":
+		return &podMonitor{}, true
 	}
 	return nil, false
+}
+
+// scaledObject is the part of KEDA's keda.sh/v1alpha1 ScaledObject the components use;
+// decoding strictly into it refuses any other field, so a misspelt one fails here
+// instead of being dropped by the cluster.
+type scaledObject struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		ScaleTargetRef struct {
+			Name string `json:"name"`
+		} `json:"scaleTargetRef"`
+		MinReplicaCount int `json:"minReplicaCount"`
+		MaxReplicaCount int `json:"maxReplicaCount"`
+		PollingInterval int `json:"pollingInterval"`
+		CooldownPeriod  int `json:"cooldownPeriod"`
+		Triggers        []struct {
+			Type     string `json:"type"`
+			Metadata struct {
+				BootstrapServersFromEnv string `json:"bootstrapServersFromEnv"`
+				ConsumerGroup           string `json:"consumerGroup"`
+				Topic                   string `json:"topic"`
+				LagThreshold            string `json:"lagThreshold"`
+				AllowIdleConsumers      string `json:"allowIdleConsumers"`
+			} `json:"metadata"`
+		} `json:"triggers"`
+	} `json:"spec"`
+}
+
+// prometheusRule is the Prometheus operator's monitoring.coreos.com/v1 PrometheusRule.
+type prometheusRule struct {
+	APIVersion string              `json:"apiVersion"`
+	Kind       string              `json:"kind"`
+	Metadata   metav1.ObjectMeta   `json:"metadata"`
+	Spec       monitoring.RuleFile `json:"spec"`
+}
+
+// podMonitor is the part of the operator's PodMonitor the component uses.
+type podMonitor struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		Selector            metav1.LabelSelector `json:"selector"`
+		PodMetricsEndpoints []struct {
+			Port     string `json:"port"`
+			Path     string `json:"path"`
+			Interval string `json:"interval"`
+		} `json:"podMetricsEndpoints"`
+	} `json:"spec"`
 }
 
 // render builds the kustomization in dir of fs and decodes every object strictly.
@@ -157,5 +219,129 @@ func TestMisspeltFieldFails(t *testing.T) {
 	_, err = render(fs, "/base")
 	if err == nil || !strings.Contains(err.Error(), "readynessProbe") {
 		t.Fatalf("misspelt field not refused: %v", err)
+	}
+}
+
+// consumerGroups are the consumer groups of each consumer stage and the topics each reads
+// (processors/orderflow run.go, consumers/crediting, consumers/webhookdelivery,
+// processors/batchflow).
+var consumerGroups = map[string]map[string][]topics.Topic{
+	"orderflow": {"orderflow.intents": {topics.OrderIntents}, "orderflow.chain": {topics.ChainFacts}},
+	"crediting": {"crediting": {topics.ChainFacts}},
+	"webhooks":  {"webhooks": {topics.OrderEvents, topics.AccountEvents, topics.SubscriptionEvents, topics.BatchEvents}},
+	"batches":   {"batchflow.orders": {topics.OrderEvents}},
+}
+
+// The base with every optional component (infra/deploy/all) renders and decodes strictly:
+// each consumer stage scales on the lag of each of its groups' topics, never beyond the
+// partitions of the largest, with KEDA owning its replicas; the edge keeps its CPU
+// autoscaler; the dashboards and rules are there for Grafana and Prometheus.
+func TestOptionalComponentsRenderAndDecodeStrictly(t *testing.T) {
+	objs, err := render(filesys.MakeFsOnDisk(), "all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	partitions := map[string]int{}
+	for _, tp := range topics.All() {
+		partitions[tp.Name] = int(tp.Partitions)
+	}
+	for stage, groups := range consumerGroups {
+		so, ok := objs["ScaledObject/"+stage].(*scaledObject)
+		if !ok {
+			t.Errorf("no ScaledObject for %s", stage)
+			continue
+		}
+		d := objs["Deployment/"+stage].(*appsv1.Deployment)
+		if so.APIVersion != "keda.sh/v1alpha1" || so.Spec.ScaleTargetRef.Name != d.Name || d.Spec.Replicas != nil {
+			t.Errorf("%s: ScaledObject %s targets %q; Deployment replicas %v (want none: KEDA owns them)",
+				stage, so.APIVersion, so.Spec.ScaleTargetRef.Name, d.Spec.Replicas)
+		}
+		want, most := map[string]bool{}, 0
+		for g, tps := range groups {
+			for _, tp := range tps {
+				want[g+" "+tp.Name] = true
+				most = max(most, int(tp.Partitions))
+			}
+		}
+		got := map[string]bool{}
+		for _, tr := range so.Spec.Triggers {
+			m := tr.Metadata
+			if tr.Type != "kafka" || m.BootstrapServersFromEnv != "KAFKA_BROKERS" || m.LagThreshold == "" || m.AllowIdleConsumers != "false" {
+				t.Errorf("%s: trigger %+v", stage, tr)
+			}
+			if partitions[m.Topic] == 0 {
+				t.Errorf("%s: trigger on unknown topic %q", stage, m.Topic)
+			}
+			got[m.ConsumerGroup+" "+m.Topic] = true
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s scales on %v, want the lag of %v", stage, got, want)
+		}
+		if so.Spec.MinReplicaCount < 1 || so.Spec.MaxReplicaCount != most {
+			t.Errorf("%s: replicas %d to %d, want at least 1 and at most %d (its topics' partitions)",
+				stage, so.Spec.MinReplicaCount, so.Spec.MaxReplicaCount, most)
+		}
+	}
+	if _, ok := objs["ScaledObject/edge"]; ok {
+		t.Error("the edge scales on CPU, not on a ScaledObject")
+	}
+	if h, ok := objs["HorizontalPodAutoscaler/edge"].(*autoscalingv2.HorizontalPodAutoscaler); !ok || h.Spec.ScaleTargetRef.Name != "edge" {
+		t.Error("the edge lost its CPU autoscaler")
+	}
+	if d := objs["Deployment/edge"].(*appsv1.Deployment); d.Spec.Replicas == nil {
+		t.Error("the component dropped the replicas of the edge")
+	}
+
+	rules, err := monitoring.Rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr, ok := objs["PrometheusRule/rental"].(*prometheusRule); !ok || !reflect.DeepEqual(pr.Spec, rules) {
+		t.Error("no PrometheusRule with the groups of monitoring/rules.yaml")
+	}
+	if pm, ok := objs["PodMonitor/rental"].(*podMonitor); !ok || len(pm.Spec.PodMetricsEndpoints) != 1 || pm.Spec.PodMetricsEndpoints[0].Port != "ops" {
+		t.Error("no PodMonitor scraping the ops port")
+	}
+	dash, ok := objs["ConfigMap/rental-dashboards"].(*corev1.ConfigMap)
+	if !ok || dash.Labels["grafana_dashboard"] != "1" {
+		t.Fatal("no dashboards ConfigMap labelled for Grafana's sidecar")
+	}
+	ds, err := monitoring.Dashboards()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range ds {
+		if dash.Data[name] == "" {
+			t.Errorf("dashboard %s is not in the ConfigMap", name)
+		}
+	}
+	if cm, ok := objs["ConfigMap/rental-alert-rules"].(*corev1.ConfigMap); !ok || cm.Data["rental.rules.yaml"] == "" {
+		t.Error("no ConfigMap with the rules file")
+	}
+}
+
+// A misspelt field of KEDA's objects fails the render of the overlay too: they are decoded
+// as strictly as the Kubernetes types.
+func TestMisspeltScalerFieldFails(t *testing.T) {
+	fs := filesys.MakeFsInMemory()
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(path, ".go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if path == filepath.Join("keda", "scaledobjects.yaml") {
+			b = bytes.Replace(b, []byte("lagThreshold:"), []byte("lagTreshold:"), 1)
+		}
+		return fs.WriteFile(filepath.Join("/", path), b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = render(fs, "/all")
+	if err == nil || !strings.Contains(err.Error(), "lagTreshold") {
+		t.Fatalf("misspelt ScaledObject field not refused: %v", err)
 	}
 }

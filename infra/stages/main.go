@@ -33,6 +33,14 @@ type Process struct {
 // Defer runs f when the binary exits.
 func (p *Process) Defer(f func()) { p.cleanups = append(p.cleanups, f) }
 
+// Close runs the cleanups registered with Defer, the last registered first.
+func (p *Process) Close() {
+	for i := len(p.cleanups) - 1; i >= 0; i-- {
+		p.cleanups[i]()
+	}
+	p.cleanups = nil
+}
+
 // Main is the whole main of a stage binary: it loads the configuration, connects to
 // Postgres (with a message naming the fix when it is down), builds the stage with build,
 // runs it next to the metrics listener until a signal, and on any failure logs one line
@@ -75,11 +83,7 @@ func run(log *slog.Logger, name string, build func(p *Process) (Runner, error)) 
 	defer pool.Close()
 	reg := metrics.NewRegistry()
 	p := &Process{Ctx: ctx, Cfg: cfg, Pool: pool, Reg: reg, Log: log}
-	defer func() {
-		for i := len(p.cleanups) - 1; i >= 0; i-- {
-			p.cleanups[i]()
-		}
-	}()
+	defer p.Close()
 	stage, err := build(p)
 	if err != nil {
 		return err

@@ -66,13 +66,29 @@ func KafkaSecurity(cfg config.Config) kafka.Security {
 		SASLMechanism: k.SASLMechanism, SASLUsername: k.SASLUsername, SASLPassword: k.SASLPassword}
 }
 
+// NeedsOf is what the stages named need together: a process that runs several stages (the
+// dev stack) is ready when each of them would be.
+func NeedsOf(names ...string) Needs {
+	var n Needs
+	for _, name := range names {
+		s := StageNeeds[name]
+		n.Redis, n.Kafka, n.Node = n.Redis || s.Redis, n.Kafka || s.Kafka, n.Node || s.Node
+	}
+	return n
+}
+
 // Readiness builds the readiness checks of stage name: its Postgres pool always, and what
 // StageNeeds lists, each through a client of its own so a probe never queues behind the
 // stage's work. Cleanups are registered on p.
 func Readiness(p *Process, name string) (*health.Readiness, error) {
+	return ReadinessOf(p, StageNeeds[name])
+}
+
+// ReadinessOf builds the readiness checks of a process that needs need besides its
+// Postgres pool, as Readiness does for one stage.
+func ReadinessOf(p *Process, need Needs) (*health.Readiness, error) {
 	r := &health.Readiness{}
 	AddPostgres(r, p.Pool)
-	need := StageNeeds[name]
 	if need.Redis {
 		opt, err := redis.ParseURL(p.Cfg.RedisURL)
 		if err != nil {

@@ -108,11 +108,7 @@ func TestEdgeStaysReadyWhileChainwatchIsStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		for _, f := range p.cleanups {
-			f()
-		}
-	}()
+	defer p.Close()
 	rep := eventually(t, r, 200)
 	if len(rep.Checked) != 2 || rep.Checked[0] != "postgres" || rep.Checked[1] != "redis" {
 		t.Fatalf("edge checks %v, want postgres and redis", rep.Checked)

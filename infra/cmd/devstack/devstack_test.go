@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -36,6 +38,7 @@ type stack struct {
 	api  string
 	sim  string
 	kafk string
+	ops  string // the operations listener (METRICS_ADDR), "" while it is off
 	db   string // the stack's own database, cloned from the migrated template
 }
 
@@ -171,14 +174,51 @@ func consumeUnchecked(t *testing.T, brokers, topic string, within time.Duration,
 	}
 }
 
+// withOps turns the operations listener on, on a port of its own.
+func (s *stack) withOps() *stack {
+	s.ops = testenv.FreeAddr(s.t)
+	s.env = append(s.env, "METRICS_ADDR="+s.ops) // later entries win
+	return s
+}
+
+// opsGet answers GET path on the operations listener: status and body.
+func (s *stack) opsGet(path string) (int, []byte) {
+	s.t.Helper()
+	resp, err := http.Get("http://" + s.ops + path)
+	if err != nil {
+		s.t.Fatalf("GET %s on the operations listener: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return resp.StatusCode, body
+}
+
 func TestDevStackServesStatusAndPublishesChainFacts(t *testing.T) {
-	s := newStack(t)
+	s := newStack(t).withOps()
 	took := s.start()
 	t.Logf("GET /v1/status answered %s after start", took.Round(time.Millisecond))
 
+	// The operations listener answers the probes the stage binaries serve (docs/operations.md),
+	// ready on every dependency of the stages the dev stack runs.
+	if code, body := s.opsGet("/healthz"); code != 200 || string(body) != `{"status":"alive"}` {
+		t.Fatalf("GET /healthz: %d %s", code, body)
+	}
+	code, body := s.opsGet("/readyz")
+	var rep struct {
+		Status  string
+		Checked []string
+	}
+	if err := json.Unmarshal(body, &rep); code != 200 || err != nil || rep.Status != "ready" ||
+		strings.Join(rep.Checked, ",") != "kafka,node,postgres,redis" {
+		t.Fatalf("GET /readyz: %d %s, want 200 ready with kafka, node, postgres and redis checked", code, body)
+	}
+
 	key, _ := tron.GenerateKey()
 	to := key.Address().String()
-	body, _ := json.Marshal(map[string]any{"to": to, "amount_sun": 7_000_000})
+	body, _ = json.Marshal(map[string]any{"to": to, "amount_sun": 7_000_000})
 	resp, err := http.Post("http://"+s.sim+"/sim/trx/transfer", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)

@@ -326,7 +326,7 @@ type e2e struct {
 // credited one block deep) and prints its log when the test fails.
 func e2eStack(t *testing.T, env ...string) *e2e {
 	t.Helper()
-	s := newStack(t)
+	s := newStack(t).withOps()
 	s.env = append(s.env, // later entries win
 		"SIM_BLOCK_INTERVAL=100ms",
 		"CONFIRMATIONS=1",
@@ -687,6 +687,9 @@ func TestE2EDepositOrderDelegationReclaim(t *testing.T) {
 	for _, v := range vs {
 		t.Errorf("ledger invariant %s violated for %s: %s", v.Rule, v.AccountID, v.Detail)
 	}
+	// Every series an alert rule or a dashboard reads is on the stack's /metrics once an
+	// order went through it.
+	e.s.wantMonitoredSeries()
 	e.s.stop()
 	t.Logf("end to end in %s (after the dev stack was up)", time.Since(began).Round(time.Millisecond))
 }

@@ -257,7 +257,20 @@ func run(log *slog.Logger) error {
 	g.Go(func() error { return relay.Run(gctx) })
 	g.Go(func() error { return follower.Run(gctx) })
 	g.Go(func() error { return api.Run(gctx) })
-	g.Go(func() error { return metrics.Run(gctx, cfg.MetricsAddr, reg, stage("metrics")) })
+	// The operations listener serves /healthz and /readyz as each stage binary does; ready
+	// when every dependency of the stages running here answers.
+	ops := &stages.Process{Ctx: gctx, Cfg: cfg, Pool: pool}
+	defer ops.Close()
+	ready, err := stages.ReadinessOf(ops, stages.NeedsOf("relay", "chainwatch", "pricer", "edge", "webhooks",
+		"crediting", "orderflow", "batches", "subscriptions"))
+	if err != nil {
+		stop()
+		_ = g.Wait()
+		return err
+	}
+	g.Go(func() error {
+		return metrics.Run(gctx, cfg.MetricsAddr, reg, stage("metrics"), stages.OpsRoutes(ready)...)
+	})
 
 	dlog.Info(fmt.Sprintf("dev stack up: API http://%s, TRON node http://%s, Kafka %s, data in %s",
 		cfg.HTTPAddr, cfg.SimAddr, broker.Addr(), cfg.DataDir), "pool", pool0.Address().String())
