@@ -155,7 +155,11 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		}
 		rate := ledgerstore.Rate{SunPerUSDT: *rateSun, Source: "support"}
 		if *rateSun <= 0 {
-			r, ok, err := ledgerstage.USDTRate(cfg).Rate(ctx)
+			src, err := ledgerstage.USDTRate(cfg, nil, nil)
+			if err != nil {
+				return 1, err
+			}
+			r, ok, err := src.Rate(ctx)
 			if err != nil {
 				return 1, err
 			}
