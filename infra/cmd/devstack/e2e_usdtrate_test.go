@@ -142,7 +142,11 @@ func TestE2EUSDTRateFromTheSimulatedPool(t *testing.T) {
 	default:
 		t.Fatalf("the spike block's deposit is %s at %v SUN per USDT", status, rateSun)
 	}
-	t.Logf("the spike block's deposit: %s", status)
+	if rateSun != nil {
+		t.Logf("the spike block's deposit: %s at %d SUN per USDT", status, *rateSun)
+	} else {
+		t.Logf("the spike block's deposit: %s", status)
+	}
 }
 
 // depositStatus reads a deposit's row from the stack's database.
