@@ -147,3 +147,22 @@ func TestSwapPoolControlAPIAndPersistence(t *testing.T) {
 		t.Fatalf("after a restart the pool says %+v, want %+v", got, before)
 	}
 }
+
+// FuzzSwapPoolCallData sends arbitrary call data to the pool: it answers or reverts, never
+// panics.
+func FuzzSwapPoolCallData(f *testing.F) {
+	f.Add(tron.ObserveData(60, 0))
+	f.Add(append(append([]byte(nil), tron.SelectorObserve...), bytesOf(0xff, 64)...))
+	f.Add(append([]byte(nil), tron.SelectorSlot0...))
+	f.Add([]byte{1, 2})
+	sim, err := New(Options{GenesisTime: testGenesis})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer sim.Close()
+	sim.Mine(30)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sim.poolCall(SwapPoolContract(), data, false)
+		sim.poolCall(WTRXContract(), data, true)
+	})
+}
