@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math/big"
 	"strings"
@@ -184,6 +183,3 @@ func (c *Client) TriggerConstantContractSolid(ctx context.Context, t *TriggerSma
 	}
 	return &ext, nil
 }
-
-// ErrReverted is returned by pool reads whose call reverted; the reason is in the message.
-var ErrReverted = errors.New("tron: call reverted")
