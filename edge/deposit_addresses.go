@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -109,5 +110,9 @@ func (m *DepositAddresses) rateNow(ctx context.Context) *rateNowJSON {
 	if !ok {
 		return nil
 	}
-	return &rateNowJSON{TRXPerUSDT: ledger.FormatTRX(r.SunPerUSDT), Source: r.Source, At: events.Time(r.At)}
+	// A swap-pool rate's source carries the block it was read at (sunswap_v3@<block>, as a
+	// credit's rate_source shows it); rate_now names the source alone, and `at` is that
+	// block's time.
+	source, _, _ := strings.Cut(r.Source, "@")
+	return &rateNowJSON{TRXPerUSDT: ledger.FormatTRX(r.SunPerUSDT), Source: source, At: events.Time(r.At)}
 }

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"strings"
 	"sync"
 	"time"
 
@@ -286,16 +285,4 @@ func (r *Reader) EnergyFee(ctx context.Context) (int64, error) {
 // reverted reads a constant call's outcome as java-tron prints it: result.result is true
 // (the call ran) and a revert shows as result.message "REVERT opcode executed" and as
 // transaction.ret [{"ret":"FAILED","contractRet":"REVERT"}].
-func reverted(ext *tron.TransactionExtention) bool {
-	if strings.Contains(ext.Result.MessageText(), "REVERT") {
-		return true
-	}
-	if ext.Transaction != nil {
-		for _, ret := range ext.Transaction.Ret {
-			if ret.Ret == "FAILED" || (ret.ContractRet != "" && ret.ContractRet != "SUCCESS") {
-				return true
-			}
-		}
-	}
-	return false
-}
+func reverted(ext *tron.TransactionExtention) bool { return ext.Reverted() }

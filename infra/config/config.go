@@ -85,6 +85,8 @@ type Config struct {
 	Ledger  Ledger
 	Pricing Pricing
 	Market  Market // market board sampler, address resources, transfer estimates (market.go)
+	// USDTRate is the USDT deposit rate's source (usdtrate.go).
+	USDTRate USDTRate
 	// Processor tunes the order processor (processors/orderflow).
 	Processor Processor
 	Webhook   Webhook
@@ -478,6 +480,7 @@ func Load() (Config, error) {
 		errs = append(errs, "MAX_IN_FLIGHT_ORDERS and MAX_ORDER_ENERGY must be positive")
 	}
 	errs = append(errs, loadMarket(&c, str, dur)...)
+	errs = append(errs, loadUSDTRate(&c, env)...)
 	c.LogFormat = str("LOG_FORMAT", "")
 	if f := c.LogFormat; f != "" && f != "json" && f != "text" {
 		errs = append(errs, fmt.Sprintf("LOG_FORMAT=%q: want json or text", f))

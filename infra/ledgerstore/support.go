@@ -79,7 +79,7 @@ func (l *Ledger) CreditHeld(ctx context.Context, depositID, actor, reason string
 		}
 		d.Amount, _ = new(big.Int).SetString(amount, 10)
 		if d.Asset == "USDT" && rate.SunPerUSDT <= 0 {
-			return errors.New("ledger: no USDT rate: configure USDT_RATE_SUN or pass one")
+			return errors.New("ledger: no USDT rate now (USDT_RATE_SOURCE gives none: docs/ledger.md): pass one")
 		}
 		d.Rate, d.SpreadBps, d.Actor = rate, spreadBps, actor
 		d.Details = map[string]any{"held_status": status, "reason": reason}

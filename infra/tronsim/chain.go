@@ -219,6 +219,7 @@ type Sim struct {
 	store     *store
 	closed    bool
 	deep      *DeepReserve // deep reserve terms (deep.go); nil means DefaultDeepReserve
+	pool      swapPool     // the USDT/WTRX swap pool's history (swappool.go)
 }
 
 // New creates a simulator, loading the chain from opts.DataFile when it holds one.

@@ -22,7 +22,9 @@ import (
 //	GET  /sim/accounts/{address}                                 -> AccountView
 //	POST /sim/fork          {depth}                              -> ForkResult
 //	GET  /sim/head                                               -> Head
-//	GET  /sim/info                                               -> {network, faucet, usdt_contract, ...}
+//	GET  /sim/info                                               -> {network, faucet, usdt_contract, swap_pool, ...}
+//	POST /sim/swap          {trx_per_usdt, liquidity?, observation_cardinality?} -> PoolState (swappool.go)
+//	GET  /sim/swap                                               -> PoolState at the head
 //
 // Transfers are queued for the next block like broadcasts. from_key (hex private key)
 // pays from another account; it is used for signing only and never logged or stored.
@@ -47,6 +49,7 @@ func (s *Sim) Handler() http.Handler {
 	mux.HandleFunc("GET /sim/head", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Head()) })
 	mux.HandleFunc("GET /sim/info", s.ctlInfo)
 	s.deepRoutes(mux)
+	s.poolRoutes(mux) // swappool.go: GET and POST /sim/swap
 	return mux
 }
 
@@ -228,6 +231,8 @@ func (s *Sim) ctlInfo(w http.ResponseWriter, _ *http.Request) {
 		"block_interval_ms":        s.opts.BlockInterval.Milliseconds(),
 		"max_delegate_lock_period": s.opts.Params.MaxDelegateLockPeriod,
 		"solid_lag":                s.opts.SolidLag,
+		"swap_pool":                SwapPoolContract().String(), // swappool.go
+		"wtrx_contract":            WTRXContract().String(),
 	})
 }
 

@@ -900,6 +900,12 @@ func (s *Sim) triggerSmartContract(r *walletReq) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if poolHosted(c.ContractAddress) {
+		// The pool's functions are all views: java-tron's Wallet.triggerContract runs a view
+		// as a constant call (isConstant on the contract's ABI) instead of building a
+		// transaction.
+		return s.constant(&q, r.visible, false)
+	}
 	tx, err := s.buildTrigger(c, q.FeeLimit, r.visible)
 	if err != nil {
 		var ne *nodeErr
@@ -911,17 +917,25 @@ func (s *Sim) triggerSmartContract(r *walletReq) (any, error) {
 	return extention{Result: tron.Return{Result: true}, Transaction: tx}, nil
 }
 
-// constant runs a read-only call of the simulated USDT.
-func (s *Sim) constant(q *tron.TriggerSmartContractRequest, visible bool) (extention, error) {
+// constant runs a read-only call of a simulated contract on the view's top block (the
+// solidified one when solid).
+func (s *Sim) constant(q *tron.TriggerSmartContractRequest, visible, solid bool) (extention, error) {
 	c, err := triggerContract(q, true)
 	if err != nil {
 		return extention{}, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	var out []byte
 	var energy int64
 	var ok bool
+	pool := poolHosted(c.ContractAddress)
+	if pool { // swappool.go; it takes the lock itself
+		var exists bool
+		if out, energy, ok, exists = s.poolCall(c.ContractAddress, c.Data, solid); !exists {
+			return extError(codeValidate, "Smart contract is not exist.", visible), nil
+		}
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	switch c.ContractAddress {
 	case s.opts.USDTContract:
 		out, energy, ok = s.viewLocked().constantCall(c.OwnerAddress, c.Data)
@@ -939,7 +953,9 @@ func (s *Sim) constant(q *tron.TriggerSmartContractRequest, visible bool) (exten
 		}
 		out, energy, ok = s.deepCallLocked(c.Data)
 	default:
-		return extError(codeValidate, "Smart contract is not exist.", visible), nil
+		if !pool {
+			return extError(codeValidate, "Smart contract is not exist.", visible), nil
+		}
 	}
 	r := &tron.RawData{Contract: c, FeeLimit: q.FeeLimit}
 	s.refBlockLocked(r)
@@ -963,7 +979,7 @@ func (s *Sim) triggerConstantContract(r *walletReq) (any, error) {
 	if err := r.decode(&q); err != nil {
 		return nil, err
 	}
-	return s.constant(&q, r.visible)
+	return s.constant(&q, r.visible, r.solid)
 }
 
 // estimateEnergy is /wallet/estimateenergy: {"result":{"result":true},"energy_required":N}.
@@ -972,7 +988,7 @@ func (s *Sim) estimateEnergy(r *walletReq) (any, error) {
 	if err := r.decode(&q); err != nil {
 		return nil, err
 	}
-	ext, err := s.constant(&q, r.visible)
+	ext, err := s.constant(&q, r.visible, false)
 	if err != nil || !ext.Result.Result {
 		return ext, err
 	}

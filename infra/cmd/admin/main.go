@@ -19,7 +19,7 @@
 //	                                                      (old key from F or API_KEY_MASTER_KEY_OLD; never printed)
 //
 // Configuration comes from the environment like every stage (DATABASE_URL, NETWORK,
-// DEPOSIT_HD_KEY, USDT_RATE_SUN, USDT_SPREAD_BPS, DEPOSIT_ROTATION_*; KAFKA_* for
+// DEPOSIT_HD_KEY, USDT_RATE_SOURCE and USDT_RATE_*, USDT_SPREAD_BPS, DEPOSIT_ROTATION_*; KAFKA_* for
 // replay-webhooks; API_KEY_MASTER_KEY for replay-webhooks and rotate-master-key).
 package main
 
@@ -155,7 +155,11 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		}
 		rate := ledgerstore.Rate{SunPerUSDT: *rateSun, Source: "support"}
 		if *rateSun <= 0 {
-			r, ok, err := ledgerstage.USDTRate(cfg).Rate(ctx)
+			src, err := ledgerstage.USDTRate(cfg, nil, nil)
+			if err != nil {
+				return 1, err
+			}
+			r, ok, err := src.Rate(ctx)
 			if err != nil {
 				return 1, err
 			}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/big"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -146,6 +147,7 @@ func run(log *slog.Logger) error {
 	defer sim.Close()
 	cfg.TronNodeURL = "http://" + cfg.SimAddr
 	cfg.USDTContract = sim.USDTContract()
+	devUSDTRate(&cfg)
 	if len(cfg.PoolKeys) == 0 {
 		cfg.PoolKeys = []tron.PrivateKey{pool0}
 		cfg.PoolAddresses = []tron.Address{pool0.Address()}
@@ -279,4 +281,22 @@ func run(log *slog.Logger) error {
 	}
 	dlog.Info("dev stack stopped cleanly")
 	return nil
+}
+
+// devUSDTRate points the USDT rate at the simulator's SunSwap v3 pool (POST /sim/swap sets
+// its price) with a one-minute window, so the rate follows a price change within a few
+// minutes; USDT_RATE_SOURCE or USDT_RATE_SUN in the environment keep their meaning.
+func devUSDTRate(cfg *config.Config) {
+	_, source := os.LookupEnv("USDT_RATE_SOURCE")
+	if source || cfg.Ledger.USDTRateSun != 0 {
+		return
+	}
+	r := &cfg.USDTRate
+	r.Source, r.Pool, r.WTRX = config.RateSourceSunswapV3, tronsim.SwapPoolContract(), tronsim.WTRXContract()
+	if _, set := os.LookupEnv("USDT_RATE_WINDOW"); !set {
+		r.Window = time.Minute
+	}
+	if r.MinLiquidity == nil {
+		r.MinLiquidity = big.NewInt(tronsim.DefaultPoolLiquidity / 2)
+	}
 }

@@ -3,6 +3,7 @@
 package creditstage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"rental/consumers/crediting"
 	"rental/infra/config"
 	"rental/infra/kafka"
+	"rental/infra/metrics"
 	"rental/infra/stages"
 	"rental/infra/stages/ledgerstage"
 	"rental/infra/sweep"
@@ -31,11 +33,15 @@ func Crediting(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prom
 	if t, err := tron.ParseAddress(cfg.Ledger.Treasury); err == nil {
 		own = append(own, t)
 	}
+	rates, err := ledgerstage.CachedUSDTRate(cfg, ledgerstage.CreditRateTTL, reg, log)
+	if err != nil {
+		return nil, err
+	}
 	c, err := crediting.New(crediting.Options{
 		Pool:                  pool,
 		OwnAddresses:          own,
 		Ledger:                l,
-		Rates:                 ledgerstage.USDTRate(cfg),
+		Rates:                 rates,
 		USDTContract:          cfg.USDTContract,
 		ConfirmationsRequired: cfg.Deposit.Confirmations,
 		FactDepth:             cfg.Confirmations,
@@ -53,8 +59,23 @@ func Crediting(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prom
 	if err != nil {
 		return nil, err
 	}
-	return crediting.NewRunner(c, kafka.RunnerOptions{Brokers: cfg.KafkaBrokers, Logger: log, Registerer: reg, ClientOpts: sec})
+	runner, err := crediting.NewRunner(c, kafka.RunnerOptions{Brokers: cfg.KafkaBrokers, Logger: log, Registerer: reg, ClientOpts: sec})
+	if err != nil || cfg.USDTRate.Source != config.RateSourceSunswapV3 {
+		return runner, err
+	}
+	// The pool rate's metrics stay current without deposits: one read every RateSampleEvery.
+	sample := stages.RunnerFunc(func(ctx context.Context) error {
+		metrics.Sample(ctx, RateSampleEvery, log, "the USDT rate", func(ctx context.Context) error {
+			_, _, err := rates.Rate(ctx)
+			return err
+		})
+		return nil
+	})
+	return stages.Together(runner, sample), nil
 }
+
+// RateSampleEvery is how often the crediting stage reads the pool rate for its metrics.
+const RateSampleEvery = 30 * time.Second
 
 // Sweeper is the sweeping job, or nil when TREASURY_ADDRESS is unset (sweeping off).
 func Sweeper(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) (stages.Runner, error) {

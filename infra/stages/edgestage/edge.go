@@ -100,7 +100,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	ledgerAPI, err := ledgerEdge(cfg, pool, depositStore, log) // infra/stages/ledger.go
+	ledgerAPI, err := ledgerEdge(cfg, pool, depositStore, log, reg) // infra/stages/ledger.go
 	if err != nil {
 		return nil, err
 	}

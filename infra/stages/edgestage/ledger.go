@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"rental/edge"
 	"rental/infra/config"
@@ -19,8 +20,12 @@ type LedgerEdge struct {
 }
 
 // ledgerEdge builds the ledger's edge modules on the edge's deposit store.
-func ledgerEdge(cfg config.Config, pool *pgxpool.Pool, store *deposits.Store, log *slog.Logger) (LedgerEdge, error) {
+func ledgerEdge(cfg config.Config, pool *pgxpool.Pool, store *deposits.Store, log *slog.Logger, reg prometheus.Registerer) (LedgerEdge, error) {
 	l, err := ledgerstage.Ledger(cfg, pool)
+	if err != nil {
+		return LedgerEdge{}, err
+	}
+	rates, err := ledgerstage.CachedUSDTRate(cfg, cfg.USDTRate.CacheTTL, reg, log) // rate_now
 	if err != nil {
 		return LedgerEdge{}, err
 	}
@@ -29,7 +34,7 @@ func ledgerEdge(cfg config.Config, pool *pgxpool.Pool, store *deposits.Store, lo
 		return LedgerEdge{}, err
 	}
 	dep, err := edge.NewDepositAddresses(edge.DepositAddressesOptions{
-		Store: store, Rates: ledgerstage.USDTRate(cfg), Policy: ledgerstage.RotationPolicy(cfg), Logger: log,
+		Store: store, Rates: rates, Policy: ledgerstage.RotationPolicy(cfg), Logger: log,
 	})
 	if err != nil {
 		return LedgerEdge{}, err

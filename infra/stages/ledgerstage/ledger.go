@@ -107,12 +107,6 @@ func (p *modelOrderPrice) OrderSun(ctx context.Context) (int64, error) {
 	return p.fallback.OrderSun(ctx)
 }
 
-// USDTRate is the USDT rate source: the fixed USDT_RATE_SUN (source fixed_env), cached 60 s.
-// With USDT_RATE_SUN unset there is no rate: rate_now is null and USDT deposits are held.
-func USDTRate(cfg config.Config) deposits.RateSource {
-	return &deposits.CachedRate{Source: deposits.FixedRate{SunPerUSDT: cfg.Ledger.USDTRateSun}}
-}
-
 // RotationPolicy is the configured deposit address rotation policy.
 func RotationPolicy(cfg config.Config) deposits.RotationPolicy {
 	return deposits.RotationPolicy{
