@@ -48,6 +48,7 @@ func guideScript(t *testing.T) string {
 // the guide's receiver printed: every event verified, each passing its JSON Schema, the
 // deposit's balance.credited and the order's order.confirmed among them.
 func TestIntegratingGuide(t *testing.T) {
+	t.Parallel() // a stack of its own: runs beside the other parallel test of the package
 	for _, tool := range []string{"bash", "curl", "openssl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("docs/integrating.md needs %s (apt-get install -y %s)", tool, tool)
