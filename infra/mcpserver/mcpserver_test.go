@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -112,4 +113,54 @@ func TestToolErrors(t *testing.T) {
 			t.Fatalf("place_order with %v: %+v, %v", bad, res, err)
 		}
 	}
+}
+
+// Any arguments an agent sends, to any tool, end in a result or a tool error: never a
+// protocol failure or a crash of the server. The API is unreachable here and the retry
+// budget tiny, so calls that pass their schema fail fast as tool errors too.
+func FuzzToolArguments(f *testing.F) {
+	for _, seed := range []struct{ tool, args string }{
+		{"place_order", `{"client_order_id":"a","receiver":"TKX9kfcErE8F6vC4njzgbgPoJcggQiZrmA","max_price_sun":1,"resource":"energy","amount":65000,"tier":"1h"}`},
+		{"place_order", `{"max_price_sun":-1}`},
+		{"get_order", `{"id":"ord_1","client_order_id":"x"}`},
+		{"get_order", `{}`},
+		{"list_orders", `{"limit":0,"status":"active,expired"}`},
+		{"estimate_order", `{"resource":"energy","amount":1e30,"tier":"1h"}`},
+		{"get_resources", `{"address":"../../v1/balance"}`},
+		{"estimate_transfer", `{"from_address":null}`},
+		{"reclaim_order", `[]`},
+		{"nope", `{}`},
+	} {
+		f.Add(seed.tool, seed.args)
+	}
+	s, err := mcpserver.New(client.New("http://127.0.0.1:1", "ak_live_x", "sk_live_x",
+		client.WithPolicy(client.Policy{Initial: time.Millisecond, MaxWait: time.Millisecond, MaxElapsed: time.Millisecond})), mcpserver.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	if _, err := s.Connect(ctx, st, nil); err != nil {
+		f.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "fuzz", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer cs.Close()
+	known := map[string]bool{}
+	for _, nt := range mcpserver.ToolNames() {
+		known[nt[0]] = true
+	}
+	f.Fuzz(func(t *testing.T, tool, args string) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)})
+		switch {
+		case !known[tool] || !json.Valid([]byte(args)):
+			return // refused by the protocol layer: unknown tool or not JSON
+		case err != nil:
+			t.Fatalf("%s(%s): protocol error %v", tool, args, err)
+		case !res.IsError:
+			t.Fatalf("%s(%s) succeeded against an unreachable API: %+v", tool, args, res)
+		}
+	})
 }
