@@ -126,3 +126,35 @@ func TestWebhookHandler(t *testing.T) {
 		t.Fatalf("handled %v, want evt_h twice (failed, then the retry) and nothing else", handled)
 	}
 }
+
+// What a receiver (devkit receive, or an integrator's handler) accepts from the network: any
+// headers and body either fail verification or are a delivery signed with the secret whose
+// envelope names the header's event id; nothing panics.
+func FuzzWebhookVerify(f *testing.F) {
+	now := time.Unix(1_767_323_045, 0)
+	ts := strconv.FormatInt(now.Unix(), 10)
+	body := envelope("evt_1")
+	f.Add(ts, webhooksig.Sign(hookSecret, ts, []byte(body)), "evt_1", body)
+	f.Add(ts, webhooksig.Sign(hookSecret, ts, []byte(body)), "evt_2", body)
+	f.Add(ts, "", "", "")
+	f.Add("-1", "AAAA", "evt_1", "{}")
+	f.Add(ts, webhooksig.Sign(hookSecret, ts, []byte(`{"event_id":""}`)), "", `{"event_id":""}`)
+	f.Add("99999999999999999999", "not base64!", "evt_1", "[")
+	f.Fuzz(func(t *testing.T, ts, sign, eventID, body string) {
+		v := &WebhookVerifier{Secrets: []string{hookSecret}, Now: func() time.Time { return now }}
+		h := http.Header{}
+		h.Set("X-API-TIMESTAMP", ts)
+		h.Set("X-API-SIGN", sign)
+		h.Set("X-Event-Id", eventID)
+		env, err := v.Verify(context.Background(), h, []byte(body))
+		if err != nil {
+			return
+		}
+		if webhooksig.Verify(hookSecret, ts, []byte(body), sign, now) != nil {
+			t.Fatalf("accepted a delivery the signature rule refuses: ts %q sign %q body %q", ts, sign, body)
+		}
+		if env.EventID == "" || (eventID != "" && env.EventID != eventID) {
+			t.Fatalf("accepted event %q under X-Event-Id %q", env.EventID, eventID)
+		}
+	})
+}

@@ -1,6 +1,9 @@
 // Package apierr is the API error catalogue of rental-api-v1: every code, its slug, its
-// HTTP status and whether an identical retry may succeed. It is the one table every stage
-// uses; codes are never renumbered or reused. Modelled on franz-go's kerr: each code is a
+// HTTP status and whether an identical retry may succeed later (the spec's definition of
+// error.retryable: the same request, signed afresh, may succeed once time passes or the
+// cause outside the request is fixed; a retry that needs a new nonce, token, quote or
+// client_order_id is a new request, so those codes are not retryable, docs/errors.md
+// "Retryable"). It is the one table every stage uses; codes are never renumbered or reused. Modelled on franz-go's kerr: each code is a
 // comparable value, and errors.Is matches an *Error against its code.
 package apierr
 
@@ -125,8 +128,8 @@ var (
 	KeyInactive            = def(1007, "key_inactive", 401, false, "Key exists but is inactive.")
 	AccountSuspended       = def(1008, "account_suspended", 403, false, "Account frozen; reads only, no orders.")
 	ReplayedSignature      = def(1009, "replayed_signature", 401, false, "Signature already used in the window.")
-	ChallengeInvalid       = def(1010, "challenge_invalid", 401, true, "Nonce unknown, expired, used, or signature does not recover the address.")
-	BootstrapTokenExpired  = def(1011, "bootstrap_token_expired", 401, true, "Bootstrap token expired or used on a forbidden endpoint.")
+	ChallengeInvalid       = def(1010, "challenge_invalid", 401, false, "Nonce unknown, expired, used, or signature does not recover the address.")
+	BootstrapTokenExpired  = def(1011, "bootstrap_token_expired", 401, false, "Bootstrap token expired or used on a forbidden endpoint.")
 	KeyEnvironmentMismatch = def(1012, "key_environment_mismatch", 401, false, "Key prefix does not match the host environment.")
 	SessionExpired         = def(1013, "session_expired", 401, false, "Session cookie missing, expired or signed out.")
 	CSRFTokenInvalid       = def(1014, "csrf_token_invalid", 403, false, "Cookie-authenticated write lacks a valid X-CSRF-Token.")
@@ -172,7 +175,7 @@ var (
 	OrderNotCancellable      = def(3002, "order_not_cancellable", 409, false, "Batch receiver already picked up; single orders cannot be cancelled.")
 	ReceiverIsOurs           = def(3003, "receiver_is_ours", 422, false, "Receiver is an internal platform address.")
 	ReceiverNotActivated     = def(3004, "receiver_not_activated", 422, true, "Receiver not activated and activate = false; nothing charged.")
-	QuoteExpired             = def(3005, "quote_expired", 409, true, "Quote past expires_at.")
+	QuoteExpired             = def(3005, "quote_expired", 409, false, "Quote past expires_at.")
 	PriceAboveLimit          = def(3006, "price_above_limit", 409, true, "Live total above max_price_sun; nothing charged.")
 	NothingToReclaim         = def(3007, "nothing_to_reclaim", 409, false, "No live delegation exists or it already lapsed.")
 	ReclaimUnavailable       = def(3008, "reclaim_unavailable", 409, false, "Order filled by a third-party provider.")
@@ -208,7 +211,7 @@ var (
 // 5000-5099 supply.
 var (
 	InsufficientSupply       = def(5001, "insufficient_supply", 503, true, "Neither own pool nor providers can fill at a reasonable cost; nothing charged.")
-	DelegationFailed         = def(5002, "delegation_failed", 503, true, "Delegation rejected by the chain or never confirmed; charge reversed.")
+	DelegationFailed         = def(5002, "delegation_failed", 503, false, "Delegation rejected by the chain or never confirmed; charge reversed.")
 	ChainUnavailable         = def(5003, "chain_unavailable", 503, true, "Own chain node not responding.")
 	ProviderUnavailable      = def(5004, "provider_unavailable", 503, true, "All external providers refused or timed out and own stock is short; nothing charged.")
 	ReceiverCapacityExceeded = def(5005, "receiver_capacity_exceeded", 422, false, "Receiver cannot take more delegations.")

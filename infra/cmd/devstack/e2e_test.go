@@ -320,6 +320,8 @@ type e2e struct {
 	pool     string              // the stake pool that delegated the order
 	stakeSun int64               // the TRX staked behind the delegation
 	scopes   []string            // the API key's scopes beyond the order flow's
+	keyID    string              // the API key signup made
+	secret   string
 }
 
 // e2eStack starts the dev stack with fast blocks and shallow confirmations (a deposit is
@@ -388,6 +390,7 @@ func (e *e2e) signup() {
 	if !strings.HasPrefix(key.ID, "ak_live_") || !strings.HasPrefix(key.Secret, "sk_live_") {
 		t.Fatalf("api key id %q, secret of %d characters", key.ID, len(key.Secret))
 	}
+	e.keyID, e.secret = key.ID, key.Secret
 	c.key = client.New("http://"+c.s.api, key.ID, key.Secret, client.WithHTTPClient(c.http))
 }
 

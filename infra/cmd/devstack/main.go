@@ -61,6 +61,24 @@ func main() {
 // devPoolKey is the dev stack's own stake pool: a well-known key, never used on a real chain.
 func devPoolKey() tron.PrivateKey { return devKey("rental devstack stake pool 0 (dev only)") }
 
+// devConfirmationDepth is the dev stack's CONFIRMATIONS and DEPOSIT_CONFIRMATIONS when they
+// are unset. The simulator is one producer that never forks unless told to (POST /sim/fork),
+// so mainnet's 19 blocks (about a minute at 3 s) guard against nothing here and only make a
+// newcomer wait: at depth 1 a deposit is credited and a first order confirmed within a few
+// blocks (docs/integrating.md). Setting either variable keeps its value (the chaos soak
+// sets CONFIRMATIONS to fork past it).
+const devConfirmationDepth = 1
+
+// devDepth applies devConfirmationDepth to the depths the environment leaves unset.
+func devDepth(cfg *config.Config, lookup func(string) (string, bool)) {
+	if _, set := lookup("CONFIRMATIONS"); !set {
+		cfg.Confirmations = devConfirmationDepth
+	}
+	if _, set := lookup("DEPOSIT_CONFIRMATIONS"); !set {
+		cfg.Deposit.Confirmations = devConfirmationDepth
+	}
+}
+
 // devKey derives a well-known dev-only key from a phrase.
 func devKey(phrase string) tron.PrivateKey {
 	seed := sha256.Sum256([]byte(phrase))
@@ -76,6 +94,7 @@ func run(log *slog.Logger) error {
 	defer stop()
 	stage := func(name string) *slog.Logger { return log.With("stage", name) }
 	dlog := stage("devstack")
+	devDepth(&cfg, os.LookupEnv)
 
 	// Real services first, each waited for with backoff (one line naming the fix when the
 	// wait starts, one when it answers). Only reaching Postgres is retried: a migration
