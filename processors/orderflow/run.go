@@ -50,6 +50,22 @@ type RunOptions struct {
 	ClientOpts []kgo.Opt
 }
 
+// start checks the chain, registers the pools and makes due at once every order whose
+// broadcast transaction is not yet in a block (orderstore.DueBroadcastNow).
+func (f *Flow) start(ctx context.Context) error {
+	if err := f.CheckChain(ctx); err != nil {
+		return err
+	}
+	if err := f.RegisterPools(ctx); err != nil {
+		return err
+	}
+	n, err := orderstore.DueBroadcastNow(ctx, f.o.Pool)
+	if n > 0 {
+		f.log.Info("orders with a broadcast transaction not yet in a block are due now", "orders", n)
+	}
+	return err
+}
+
 // Run consumes order intents and chain facts and sweeps due orders until ctx ends.
 func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 	if ro.Group == "" {
@@ -65,19 +81,14 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 		ro.IntentWorkers = 64
 	}
 	f.intentSlots = make(chan struct{}, ro.IntentWorkers)
-	if err := f.CheckChain(ctx); err != nil {
-		return err
-	}
 	if ro.StatsEvery <= 0 {
 		ro.StatsEvery = 5 * time.Second
 	}
-	if err := f.RegisterPools(ctx); err != nil {
+	if err := f.start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a shutdown, not a failure
+		}
 		return err
-	}
-	if n, err := orderstore.DueBroadcastNow(ctx, f.o.Pool); err != nil {
-		return err
-	} else if n > 0 {
-		f.log.Info("orders with a broadcast transaction not yet in a block are due now", "orders", n)
 	}
 	intents, err := kafka.NewRunner(kafka.RunnerOptions{
 		Brokers: ro.Brokers, Group: ro.Group + ".intents", Topics: []string{topics.OrderIntents.Name},
