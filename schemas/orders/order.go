@@ -118,6 +118,10 @@ type Record struct {
 	FilledBy          *string         `json:"filled_by"`
 	CreatedAt         events.Time     `json:"created_at"`
 	UpdatedAt         events.Time     `json:"updated_at"`
+
+	// Transaction is the relayed transaction of an order made by POST /v1/transactions;
+	// absent from every other order.
+	Transaction *RelayedTransaction `json:"transaction,omitempty"`
 }
 
 // Event types of orders (named in the event catalogue, schemas/events).
