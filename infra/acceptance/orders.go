@@ -184,10 +184,10 @@ type Request struct {
 	// Signature is the request signature that authorised the creation (not hashed: a
 	// verbatim retry is signed afresh). With Options.Signatures it is recorded in the
 	// creation's transaction; a signature recorded before is 1009.
-	Signature  sigstore.Sig
+	Signature sigstore.Sig
 	// Relay is the customer's transaction the order relays (POST /v1/transactions, relay.go);
 	// such an order is stored one by one, never in a group.
-	Relay *orderstore.NewRelay
+	Relay      *orderstore.NewRelay
 	activation *Activation // the receiver's state, read before the transaction (not hashed)
 }
 
