@@ -27,7 +27,7 @@ import (
 // relaySnapshots sells energy for 5 m (minimum 32,000) and 1 h: a relayed call is sold
 // on the shortest.
 type relaySnapshots struct {
-	t   *testing.T
+	t   testing.TB
 	net network.Network
 }
 
@@ -50,17 +50,11 @@ func (s relaySnapshots) Current() (pricing.Snapshot, bool) {
 	return snap, true
 }
 
-// POST /v1/transactions end to end on the simulator (1 s blocks) with the real processor,
-// Postgres and Kafka: a wallet holding USDT and 1 TRX but no energy signs a USDT transfer;
-// it is accepted for the call's energy plus 10 % (not a round figure), lands SUCCESS with
-// nothing burnt within two blocks of the delegation, the delegation is taken back
-// (order.reclaimed) and the same transaction posted again is the same order. A transaction
-// expiring too soon, one that reverts, one signed by another key and a TRX transfer are
-// refused with their codes, storing and charging nothing.
-func TestRelayedTransferLandsOnDeliveredEnergyAndIsReclaimed(t *testing.T) {
-	e := newEnvSim(t, network.Mainnet, nil, testenv.Kafka(t), func(o *tronsim.Options) { o.BlockInterval = time.Second })
+// newRelayEnv is the processor's test environment with blocks every interval, the
+// processor running, and relay acceptance over relaySnapshots.
+func newRelayEnv(t testing.TB, interval time.Duration) (*env, *acceptance.Relays) {
+	e := newEnvSim(t, network.Mainnet, nil, testenv.Kafka(t), func(o *tronsim.Options) { o.BlockInterval = interval })
 	e.startFlow()
-	ctx := context.Background()
 	prices, err := acceptance.NewPrices(acceptance.PricesOptions{Network: e.net, Snapshots: relaySnapshots{t: t, net: e.net}, Chain: e.node,
 		ActivationTTL: time.Hour})
 	if err != nil {
@@ -75,6 +69,19 @@ func TestRelayedTransferLandsOnDeliveredEnergyAndIsReclaimed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return e, relays
+}
+
+// POST /v1/transactions end to end on the simulator (1 s blocks) with the real processor,
+// Postgres and Kafka: a wallet holding USDT and 1 TRX but no energy signs a USDT transfer;
+// it is accepted for the call's energy plus 10 % (not a round figure), lands SUCCESS with
+// nothing burnt within two blocks of the delegation, the delegation is taken back
+// (order.reclaimed) and the same transaction posted again is the same order. A transaction
+// expiring too soon, one that reverts, one signed by another key and a TRX transfer are
+// refused with their codes, storing and charging nothing.
+func TestRelayedTransferLandsOnDeliveredEnergyAndIsReclaimed(t *testing.T) {
+	e, relays := newRelayEnv(t, time.Second)
+	ctx := context.Background()
 	account := e.account(1_000)
 	wallet, _ := tron.GenerateKey()
 	to, _ := tron.GenerateKey()
@@ -125,6 +132,7 @@ func TestRelayedTransferLandsOnDeliveredEnergyAndIsReclaimed(t *testing.T) {
 	other, _ := tron.GenerateKey()
 	forged := transfer(wallet, 1_000_000)
 	raw, _, _ := forged.Decode()
+	var err error
 	if forged, err = tron.NewTransaction(raw, false); err != nil {
 		t.Fatal(err)
 	}
