@@ -56,13 +56,6 @@ func (m *Transactions) post(ctx context.Context, rc *fasthttp.RequestCtx) error 
 	if err != nil {
 		return err
 	}
-	rc.Response.Header.SetContentType(contentTypeJSON)
-	if res.Replayed {
-		rc.Response.Header.Set("Idempotent-Replayed", "true")
-		rc.SetStatusCode(fasthttp.StatusOK)
-	} else {
-		rc.SetStatusCode(fasthttp.StatusCreated)
-	}
-	rc.SetBody(res.Body)
+	writeCreated(rc, res.Body, res.Replayed)
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"regexp"
 )
 
@@ -32,24 +31,5 @@ func (c *Client) RelayTransaction(ctx context.Context, r RelayRequest) (Created,
 	if err != nil {
 		return Created{}, err
 	}
-	resp, err := c.Do(ctx, http.MethodPost, "/v1/transactions", body, Idempotent())
-	out := Created{Response: resp}
-	if err == nil {
-		out.Replayed = resp.Status == http.StatusOK
-		return out, decodeInto(resp, &out.Order)
-	}
-	var gave *GiveUpError
-	var te *TransportError
-	if !errors.As(err, &gave) && (!errors.As(err, &te) || ctx.Err() != nil) {
-		return out, err // a definite answer, or the caller's context ended
-	}
-	o, found, lerr := c.OrderByClientID(ctx, string(bytes.ToLower(m[1])))
-	switch {
-	case lerr != nil:
-		return out, errors.Join(ErrOutcomeUnknown, err, lerr)
-	case !found:
-		return out, err
-	}
-	out.Order, out.LookedUp, out.Replayed = o, true, true
-	return out, nil
+	return c.create(ctx, "/v1/transactions", body, string(bytes.ToLower(m[1])))
 }

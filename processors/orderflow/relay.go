@@ -87,9 +87,7 @@ func (f *Flow) advanceRelay(ctx context.Context, p orderstore.PendingRelay) erro
 				return orderstore.SetRelayState(ctx, tx, o.ID, st, false, f.o.Now())
 			})
 		case p.OrderStatus.Terminal():
-			return f.relayWrite(ctx, p, func(tx pgx.Tx, o orderstore.Row) error {
-				return orderstore.SetRelayState(ctx, tx, o.ID, st, false, f.o.Now())
-			})
+			return f.setRelay(ctx, p, st, false)
 		}
 		return nil
 	case st.Status.NeverRan():
@@ -103,9 +101,7 @@ func (f *Flow) advanceRelay(ctx context.Context, p orderstore.PendingRelay) erro
 			})
 		case p.OrderStatus.Terminal():
 			// Failed (charge reversed by the pipeline) or ended: nothing more to give back.
-			return f.relayWrite(ctx, p, func(tx pgx.Tx, o orderstore.Row) error {
-				return orderstore.SetRelayState(ctx, tx, o.ID, st, false, f.o.Now())
-			})
+			return f.setRelay(ctx, p, st, false)
 		}
 	}
 	return nil
@@ -119,9 +115,7 @@ func (f *Flow) relayWaiting(ctx context.Context, p orderstore.PendingRelay) erro
 	case orders.Failed, orders.Refunded, orders.Expired, orders.Reclaimed:
 		// Never delivered (the pipeline reversed the charge): the call is not sent.
 		st.Status = orders.TxRefused
-		return f.relayWrite(ctx, p, func(tx pgx.Tx, o orderstore.Row) error {
-			return orderstore.SetRelayState(ctx, tx, o.ID, st, false, f.o.Now())
-		})
+		return f.setRelay(ctx, p, st, false)
 	case orders.Delegated, orders.Confirmed, orders.Active:
 	default:
 		return f.relayExpiredYet(ctx, p)
@@ -146,15 +140,11 @@ func (f *Flow) relayWaiting(ctx context.Context, p orderstore.PendingRelay) erro
 	case tron.BroadcastAccepted:
 		st.Status = orders.TxBroadcast
 		f.log.Info("relayed transaction broadcast", "order", p.OrderID, "txid", p.TxID)
-		return f.relayWrite(ctx, p, func(tx pgx.Tx, o orderstore.Row) error {
-			return orderstore.SetRelayState(ctx, tx, o.ID, st, true, f.o.Now())
-		})
+		return f.setRelay(ctx, p, st, true)
 	case tron.BroadcastRefused:
 		st.Status = orders.TxRefused
 		f.log.Info("relayed transaction refused by the node", "order", p.OrderID, "txid", p.TxID, "err", berr)
-		return f.relayWrite(ctx, p, func(tx pgx.Tx, o orderstore.Row) error {
-			return orderstore.SetRelayState(ctx, tx, o.ID, st, true, f.o.Now())
-		})
+		return f.setRelay(ctx, p, st, true)
 	}
 	return berr // retried next pass
 }
@@ -180,9 +170,7 @@ func (f *Flow) relayFollow(ctx context.Context, p orderstore.PendingRelay) error
 		st.Status = orders.TxFailed
 	}
 	f.log.Info("relayed transaction ran", "order", p.OrderID, "txid", p.TxID, "result", result, "energy_used", used, "energy_fee_sun", fee)
-	return f.relayWrite(ctx, p, func(tx pgx.Tx, o orderstore.Row) error {
-		return orderstore.SetRelayState(ctx, tx, o.ID, st, true, f.o.Now())
-	})
+	return f.setRelay(ctx, p, st, true)
 }
 
 // relayExpiredYet marks the call expired once the chain's head is past its expiration
@@ -200,9 +188,7 @@ func (f *Flow) relayExpiredYet(ctx context.Context, p orderstore.PendingRelay) e
 	}
 	st := p.State
 	st.Status = orders.TxExpired
-	return f.relayWrite(ctx, p, func(tx pgx.Tx, o orderstore.Row) error {
-		return orderstore.SetRelayState(ctx, tx, o.ID, st, true, f.o.Now())
-	})
+	return f.setRelay(ctx, p, st, true)
 }
 
 // relayWrite runs fn under the order's lock when the transaction's state there is still
@@ -217,6 +203,13 @@ func (f *Flow) relayWrite(ctx context.Context, p orderstore.PendingRelay, fn fun
 			return nil // moved on meanwhile; the next pass sees where it is
 		}
 		return fn(tx, o)
+	})
+}
+
+// setRelay records st as the transaction's state (relayWrite's conditions).
+func (f *Flow) setRelay(ctx context.Context, p orderstore.PendingRelay, st orders.RelayedTransaction, pending bool) error {
+	return f.relayWrite(ctx, p, func(tx pgx.Tx, o orderstore.Row) error {
+		return orderstore.SetRelayState(ctx, tx, o.ID, st, pending, f.o.Now())
 	})
 }
 

@@ -2,13 +2,17 @@ package main_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"math/big"
 	"testing"
 	"time"
 
 	"rental/infra/client"
 	"rental/infra/tron"
+	"rental/schemas/apierr"
 )
 
 // relayTransfer has a fresh wallet holding USDT and 1 TRX, without energy, sign a USDT
@@ -41,6 +45,17 @@ func (c *caller) relayTransfer(t *testing.T) string {
 	tx, err := node.TriggerSmartContract(ctx, &tron.TriggerSmartContract{OwnerAddress: wallet.Address(), ContractAddress: usdt, Data: data}, 50*tron.SunPerTRX)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Signed by another key: 400 2062 over HTTP, nothing stored.
+	forged := *tx
+	other, _ := tron.GenerateKey()
+	raw, _ := hex.DecodeString(tx.RawDataHex)
+	h := sha256.Sum256(raw)
+	sig, _ := other.SignHash(h[:])
+	forged.Signature = []string{hex.EncodeToString(sig)}
+	fb, _ := json.Marshal(&forged)
+	if _, err := c.key.RelayTransaction(ctx, client.RelayRequest{Transaction: fb}); !errors.Is(err, apierr.TransactionSignatureInvalid) {
+		t.Fatalf("POST /v1/transactions signed by another key: %v, want 2062", err)
 	}
 	if err := tron.SignTransaction(tx, wallet); err != nil {
 		t.Fatal(err)
