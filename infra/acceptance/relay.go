@@ -32,6 +32,9 @@ type RelayNode interface {
 
 // Relay defaults (docs/orders.md "Relayed transactions").
 const (
+	// BandwidthSunPerByte is what java-tron burns per byte of bandwidth an account lacks
+	// (chain parameter getTransactionFee, 1,000 SUN on mainnet and nile).
+	BandwidthSunPerByte = 1_000
 	// DefaultRelayMarginBPS is the safety margin added to the call's estimated energy
 	// (+10 %, as the transfer estimate recommends), rounded up to a whole unit.
 	DefaultRelayMarginBPS = 1_000
@@ -140,6 +143,16 @@ func (m *Relays) Accept(ctx context.Context, accountID string, req RelayRequest)
 	res, err := m.o.Node.GetAccountResource(ctx, r.Owner())
 	if err != nil {
 		return RelayAccepted{}, nodeUnavailable(err)
+	}
+	if perms.Exists() {
+		// BandwidthProcessor.consume: the owner's staked bandwidth, else its free daily
+		// allowance, else TRX burnt per byte; else the node refuses it (BANDWITH_ERROR).
+		// A never-activated owner is activated by the order and then has the free allowance.
+		size := r.Size()
+		if res.NetLimit-res.NetUsed < size && res.FreeNetLimit-res.FreeNetUsed < size && perms.Balance < size*BandwidthSunPerByte {
+			return RelayAccepted{}, apierr.TransactionLacksBandwidth.Newf("the transaction needs %d bytes of bandwidth; the owner has not that much staked or free and cannot burn %d SUN for it",
+				size, size*BandwidthSunPerByte).WithField("transaction").With("bandwidth_required", size)
+		}
 	}
 	available := max(res.EnergyLimit-res.EnergyUsed, 0)
 	need := (ext.EnergyUsed*(10_000+m.o.MarginBPS)+9_999)/10_000 - available

@@ -174,6 +174,7 @@ type SigningPermission struct {
 // AccountPermissions are the permissions getaccount prints for an account.
 type AccountPermissions struct {
 	Address string              `json:"address,omitempty"`
+	Balance int64               `json:"balance,omitempty"` // SUN
 	Owner   *SigningPermission  `json:"owner_permission,omitempty"`
 	Witness *SigningPermission  `json:"witness_permission,omitempty"`
 	Active  []SigningPermission `json:"active_permission,omitempty"`

@@ -25,7 +25,7 @@ import (
 func BenchmarkTxRelay(b *testing.B) {
 	const interval = 3 * time.Second
 	const n = 30
-	e, relays := newRelayEnv(b, interval)
+	e, relays := newRelayEnv(b, interval, 0)
 	ctx := context.Background()
 	account := e.account(1_000_000)
 	to, _ := tron.GenerateKey()

@@ -50,10 +50,16 @@ func (s relaySnapshots) Current() (pricing.Snapshot, bool) {
 	return snap, true
 }
 
-// newRelayEnv is the processor's test environment with blocks every interval, the
-// processor running, and relay acceptance over relaySnapshots.
-func newRelayEnv(t testing.TB, interval time.Duration) (*env, *acceptance.Relays) {
-	e := newEnvSim(t, network.Mainnet, nil, testenv.Kafka(t), func(o *tronsim.Options) { o.BlockInterval = interval })
+// newRelayEnv is the processor's test environment with blocks every interval (and free
+// bandwidth freeNet per account, 0: the default 600), the processor running, and relay
+// acceptance over relaySnapshots.
+func newRelayEnv(t testing.TB, interval time.Duration, freeNet int64) (*env, *acceptance.Relays) {
+	e := newEnvSim(t, network.Mainnet, nil, testenv.Kafka(t), func(o *tronsim.Options) {
+		o.BlockInterval = interval
+		if freeNet > 0 {
+			o.Params.FreeNetLimit = freeNet
+		}
+	})
 	e.startFlow()
 	prices, err := acceptance.NewPrices(acceptance.PricesOptions{Network: e.net, Snapshots: relaySnapshots{t: t, net: e.net}, Chain: e.node,
 		ActivationTTL: time.Hour})
@@ -77,15 +83,18 @@ func newRelayEnv(t testing.TB, interval time.Duration) (*env, *acceptance.Relays
 // it is accepted for the call's energy plus 10 % (not a round figure), lands SUCCESS with
 // nothing burnt within two blocks of the delegation, the delegation is taken back
 // (order.reclaimed) and the same transaction posted again is the same order. A transaction
-// expiring too soon, one that reverts, one signed by another key and a TRX transfer are
-// refused with their codes, storing and charging nothing.
+// expiring too soon, one that reverts, one signed by another key, a TRX transfer and a
+// price above max_price_sun are refused with their codes, storing and charging nothing.
 func TestRelayedTransferLandsOnDeliveredEnergyAndIsReclaimed(t *testing.T) {
-	e, relays := newRelayEnv(t, time.Second)
+	// Free bandwidth below a transfer's size: the wallet pays with staked bandwidth, an
+	// owner with neither stake nor TRX is refused (2067).
+	e, relays := newRelayEnv(t, time.Second, 300)
 	ctx := context.Background()
 	account := e.account(1_000)
 	wallet, _ := tron.GenerateKey()
 	to, _ := tron.GenerateKey()
-	if err := e.sim.SeedAccount(tronsim.GenesisAccount{Address: wallet.Address(), BalanceSun: tron.SunPerTRX, USDT: 50_000_000}); err != nil {
+	if err := e.sim.SeedAccount(tronsim.GenesisAccount{Address: wallet.Address(), BalanceSun: tron.SunPerTRX, StakeBandwidthSun: 1_000_000 * tron.SunPerTRX,
+		USDT: 50_000_000}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.sim.SeedAccount(tronsim.GenesisAccount{Address: to.Address(), BalanceSun: tron.SunPerTRX, USDT: 1}); err != nil {
@@ -154,10 +163,34 @@ func TestRelayedTransferLandsOnDeliveredEnergyAndIsReclaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused("TRX transfer", trx, apierr.TransactionNotContractCall)
+	poor, _ := tron.GenerateKey()
+	if err := e.sim.SeedAccount(tronsim.GenesisAccount{Address: poor.Address(), BalanceSun: 1, USDT: 50_000_000}); err != nil {
+		t.Fatal(err)
+	}
+	pdata, _ := tron.TRC20TransferData(to.Address(), big.NewInt(1))
+	ptx, err := e.node.TriggerSmartContract(ctx, &tron.TriggerSmartContract{OwnerAddress: poor.Address(),
+		ContractAddress: e.sim.USDTContract(), Data: pdata}, 50*tron.SunPerTRX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tron.SignTransaction(ptx, poor); err != nil {
+		t.Fatal(err)
+	}
+	refused("no bandwidth and no TRX", ptx, apierr.TransactionLacksBandwidth)
 
-	// The transfer.
+	// The transfer: first with a price cap below its total (3006, nothing stored, so the
+	// same transaction is accepted afterwards).
 	tx := transfer(wallet, 1_000_000)
 	bal0, _ := e.balance(account)
+	b, _ := json.Marshal(tx)
+	capped := int64(1)
+	var ae *apierr.Error
+	if _, err := relays.Accept(ctx, account, acceptance.RelayRequest{Transaction: b, MaxPriceSun: &capped}); !errors.As(err, &ae) || ae.Code != apierr.PriceAboveLimit {
+		t.Fatalf("max_price_sun 1: %v, want 3006", err)
+	}
+	if bal, res := e.balance(account); bal != bal0 || res != 0 {
+		t.Fatalf("a refused price moved the ledger: %d/%d", bal, res)
+	}
 	first, err := post(tx)
 	if err != nil || first.Replayed {
 		t.Fatalf("relay: %v (replayed %v)", err, first.Replayed)
