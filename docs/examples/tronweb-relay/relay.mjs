@@ -1,7 +1,9 @@
 // POST /v1/transactions checked from outside with TronWeb 6 against a dev stack: signup, key,
-// faucet deposit, a wallet holding USDT without energy (FRESH=1: never activated), the four
+// faucet deposit, a wallet holding USDT without energy (FRESH=1: never activated), the three
 // refusals with the balance unchanged, the transfer posted twice, its result, the reclaim.
 // npm install tronweb; BASE=http://127.0.0.1:8080 SIM=http://127.0.0.1:8090 node relay.mjs
+// (TronWeb checks an altered expiration against the wall clock: run it on a freshly reset
+// dev stack, whose chain time is the wall clock's.)
 import { TronWeb } from 'tronweb';
 import crypto from 'node:crypto';
 const BASE = process.env.BASE, SIM = process.env.SIM;
@@ -98,7 +100,7 @@ for (;;) {
   await sleep(100);
 }
 const landed = Date.now() - t0;
-const txinfo = await tw.trx.getTransactionInfo(tx.txID);
+const txinfo = await tw.trx.getUnconfirmedTransactionInfo(tx.txID); // the full node: the solidified one lags
 console.log('transaction', JSON.stringify(o.transaction), 'posted at head', head0, 'in', landed, 'ms');
 console.log('receipt', JSON.stringify(txinfo.receipt));
 console.log('wallet TRX after', await tw.trx.getBalance(wallet.address.base58), '(before', trx0 + ')');
