@@ -26,6 +26,7 @@ type RelayNode interface {
 	GetAccountPermissions(ctx context.Context, addr tron.Address) (*tron.AccountPermissions, error)
 	GetAccountResource(ctx context.Context, addr tron.Address) (*tron.AccountResource, error)
 	GetTransactionInfoByID(ctx context.Context, txid string) (*tron.TransactionInfo, error)
+	GetTransactionFromPending(ctx context.Context, txid string) (*tron.Transaction, error)
 	TriggerConstantContract(ctx context.Context, t *tron.TriggerSmartContract) (*tron.TransactionExtention, error)
 	GetHead(ctx context.Context) (*tron.Block, error)
 }
@@ -115,6 +116,12 @@ func (m *Relays) Accept(ctx context.Context, accountID string, req RelayRequest)
 	}
 	if _, err := m.o.Node.GetTransactionInfoByID(ctx, r.Tx.TxID); err == nil {
 		return RelayAccepted{}, apierr.TransactionAlreadyBroadcast.New("the transaction is on chain already").
+			WithField("transaction.txID").With("txid", r.Tx.TxID)
+	} else if !errors.Is(err, tron.ErrNotFound) {
+		return RelayAccepted{}, nodeUnavailable(err)
+	}
+	if _, err := m.o.Node.GetTransactionFromPending(ctx, r.Tx.TxID); err == nil {
+		return RelayAccepted{}, apierr.TransactionAlreadyBroadcast.New("the transaction was broadcast already: the node holds it for a coming block").
 			WithField("transaction.txID").With("txid", r.Tx.TxID)
 	} else if !errors.Is(err, tron.ErrNotFound) {
 		return RelayAccepted{}, nodeUnavailable(err)

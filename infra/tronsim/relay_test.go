@@ -32,3 +32,27 @@ func TestTriggerOfNeverActivatedOwnerBuildsAndIsRefusedAtBroadcast(t *testing.T)
 	}
 	wantContains(t, hexText(r.Message), "does not exist")
 }
+
+// Manager.getTxFromPending: a broadcast transaction is found pending until its block, then
+// no longer (gettransactioninfobyid has it).
+func TestTransactionFromPendingUntilItsBlock(t *testing.T) {
+	h := newHarness(t, Options{})
+	k := newKey(t)
+	h.seed(GenesisAccount{Address: k.Address(), BalanceSun: 100 * trx})
+	tx := h.signed("/wallet/createtransaction", tron.CreateTransactionRequest{OwnerAddress: k.Address().String(),
+		ToAddress: newKey(t).Address().String(), Amount: trx, Visible: true}, k)
+	if r := h.broadcast(tx); !r.Result {
+		t.Fatalf("broadcast %+v", r)
+	}
+	var pending tron.Transaction
+	h.wallet("/wallet/gettransactionfrompending", tron.ValueRequest{Value: tx.TxID, Visible: true}, &pending)
+	if pending.TxID != tx.TxID {
+		t.Fatalf("pending %q, want %s", pending.TxID, tx.TxID)
+	}
+	h.mine(1)
+	var after tron.Transaction
+	h.wallet("/wallet/gettransactionfrompending", tron.ValueRequest{Value: tx.TxID, Visible: true}, &after)
+	if after.TxID != "" {
+		t.Fatalf("still pending after its block: %+v", after)
+	}
+}

@@ -73,6 +73,7 @@ func (s *Sim) walletRoutes() map[string]struct {
 		"getblockbylatestnum":                {s.getBlockByLatestNum, true},
 		"gettransactionbyid":                 {s.getTransactionByID, true},
 		"gettransactioninfobyid":             {s.getTransactionInfoByID, true},
+		"gettransactionfrompending":          {s.getTransactionFromPending, false}, // pending.go
 		"gettransactioninfobyblocknum":       {s.getTransactionInfoByBlockNum, true},
 		"getaccount":                         {s.getAccount, true},
 		"getaccountresource":                 {s.getAccountResource, false},

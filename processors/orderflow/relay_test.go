@@ -83,8 +83,9 @@ func newRelayEnv(t testing.TB, interval time.Duration, freeNet int64) (*env, *ac
 // it is accepted for the call's energy plus 10 % (not a round figure), lands SUCCESS with
 // nothing burnt within two blocks of the delegation, the delegation is taken back
 // (order.reclaimed) and the same transaction posted again is the same order. A transaction
-// expiring too soon, one that reverts, one signed by another key, a TRX transfer and a
-// price above max_price_sun are refused with their codes, storing and charging nothing.
+// expiring too soon, one that reverts, one signed by another key, a TRX transfer, one of an
+// owner without bandwidth or TRX, one broadcast already and a price above max_price_sun are
+// refused with their codes, storing and charging nothing.
 func TestRelayedTransferLandsOnDeliveredEnergyAndIsReclaimed(t *testing.T) {
 	// Free bandwidth below a transfer's size: the wallet pays with staked bandwidth, an
 	// owner with neither stake nor TRX is refused (2067).
@@ -177,6 +178,23 @@ func TestRelayedTransferLandsOnDeliveredEnergyAndIsReclaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused("no bandwidth and no TRX", ptx, apierr.TransactionLacksBandwidth)
+	// Another wallet broadcasts its own transfer itself (it burns TRX for it), then posts it.
+	self, _ := tron.GenerateKey()
+	if err := e.sim.SeedAccount(tronsim.GenesisAccount{Address: self.Address(), BalanceSun: 100 * tron.SunPerTRX, USDT: 50_000_000}); err != nil {
+		t.Fatal(err)
+	}
+	sent, err := e.node.TriggerSmartContract(ctx, &tron.TriggerSmartContract{OwnerAddress: self.Address(),
+		ContractAddress: e.sim.USDTContract(), Data: pdata}, 50*tron.SunPerTRX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tron.SignTransaction(sent, self); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.node.BroadcastTransaction(ctx, sent); err != nil {
+		t.Fatal(err)
+	}
+	refused("broadcast already (pending or in a block)", sent, apierr.TransactionAlreadyBroadcast)
 
 	// The transfer: first with a price cap below its total (3006, nothing stored, so the
 	// same transaction is accepted afterwards).
