@@ -231,6 +231,17 @@ func TestRelayedTransferLandsOnDeliveredEnergyAndIsReclaimed(t *testing.T) {
 		t.Fatalf("repeat: %v replayed %v id %s, want order %s", err, again.Replayed, rec2.ID, rec.ID)
 	}
 
+	// Another account posting it: 2065, nothing charged to it.
+	stranger := e.account(1_000)
+	sbal, _ := e.balance(stranger)
+	var se *apierr.Error
+	if _, err := relays.Accept(ctx, stranger, acceptance.RelayRequest{Transaction: b}); !errors.As(err, &se) || se.Code != apierr.TransactionAlreadyBroadcast {
+		t.Fatalf("another account posting the transaction: %v, want 2065", err)
+	}
+	if bal, res := e.balance(stranger); bal != sbal || res != 0 {
+		t.Fatalf("the other account was charged: %d/%d", bal, res)
+	}
+
 	// It lands within two blocks of the delegation's, with nothing burnt.
 	var ran orderstore.Row
 	deadline := time.Now().Add(30 * time.Second)
