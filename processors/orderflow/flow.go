@@ -158,6 +158,7 @@ type Flow struct {
 	factGroupSize    prometheus.Histogram
 
 	transitions *prometheus.CounterVec
+	relayed     *prometheus.CounterVec // relay.go
 	stepErrors  prometheus.Counter
 	deliverySec prometheus.Histogram
 }
@@ -212,6 +213,9 @@ func New(o Options) (*Flow, error) {
 	f.transitions = metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "orderflow_transitions_total", Help: "Order state changes made by the processor, by new state.",
 	}, []string{"to"}))
+	f.relayed = metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "orderflow_relayed_transactions_total", Help: "Relayed transactions (POST /v1/transactions) moved to a new status, by status (relay.go).",
+	}, []string{"status"}))
 	f.stepErrors = metrics.Register(o.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "orderflow_step_errors_total", Help: "Order steps that failed and will be retried (node or database errors).",
 	}))

@@ -208,9 +208,15 @@ func (f *Flow) relayWrite(ctx context.Context, p orderstore.PendingRelay, fn fun
 
 // setRelay records st as the transaction's state (relayWrite's conditions).
 func (f *Flow) setRelay(ctx context.Context, p orderstore.PendingRelay, st orders.RelayedTransaction, pending bool) error {
-	return f.relayWrite(ctx, p, func(tx pgx.Tx, o orderstore.Row) error {
+	moved := false
+	err := f.relayWrite(ctx, p, func(tx pgx.Tx, o orderstore.Row) error {
+		moved = true
 		return orderstore.SetRelayState(ctx, tx, o.ID, st, pending, f.o.Now())
 	})
+	if err == nil && moved && st.Status != p.State.Status {
+		f.relayed.WithLabelValues(string(st.Status)).Inc()
+	}
+	return err
 }
 
 // refundNeverRan gives the whole charge of a delivered order back: its call never ran.
