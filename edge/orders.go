@@ -173,14 +173,19 @@ func (m *Orders) createOrder(ctx context.Context, rc *fasthttp.RequestCtx) error
 	if err != nil {
 		return err
 	}
+	writeCreated(rc, res.Body, res.Replayed)
+	return nil
+}
+
+// writeCreated answers an order creation: 201 with the record, or for a repeat 200 with
+// Idempotent-Replayed (the spec: a repeat returns the order and charges nothing).
+func writeCreated(rc *fasthttp.RequestCtx, body []byte, replayed bool) {
 	rc.Response.Header.SetContentType(contentTypeJSON)
-	if res.Replayed {
-		// The spec: a repeat returns the original order with HTTP 200 and charges nothing.
+	if replayed {
 		rc.Response.Header.Set("Idempotent-Replayed", "true")
 		rc.SetStatusCode(fasthttp.StatusOK)
 	} else {
 		rc.SetStatusCode(fasthttp.StatusCreated)
 	}
-	rc.SetBody(res.Body)
-	return nil
+	rc.SetBody(body)
 }

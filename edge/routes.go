@@ -122,6 +122,7 @@ var Endpoints = []Endpoint{
 	{Method: "GET", Path: "/v1/orders", Auth: K | S, Scope: scopes.OrdersRead, Class: ClassRead},
 	{Method: "GET", Path: "/v1/orders/{id}", Auth: K | S, Scope: scopes.OrdersRead, Class: ClassRead},
 	{Method: "POST", Path: "/v1/orders/{id}/reclaim", Auth: K | S, Scope: scopes.OrdersWrite, Class: ClassOrder},
+	{Method: "POST", Path: "/v1/transactions", Auth: K | S, Scope: scopes.OrdersWrite, Class: ClassOrder}, // not in the spec: docs/orders.md "Relayed transactions"
 
 	// Batches.
 	{Method: "POST", Path: "/v1/batches", Auth: K, Scope: scopes.BatchesWrite, Class: ClassOrder},

@@ -187,7 +187,10 @@ type Request struct {
 	// Signature is the request signature that authorised the creation (not hashed: a
 	// verbatim retry is signed afresh). With Options.Signatures it is recorded in the
 	// creation's transaction; a signature recorded before is 1009.
-	Signature  sigstore.Sig
+	Signature sigstore.Sig
+	// Relay is the customer's transaction the order relays (POST /v1/transactions, relay.go);
+	// such an order is stored one by one, never in a group.
+	Relay      *orderstore.NewRelay
 	activation *Activation // the receiver's state, read before the transaction (not hashed)
 }
 
@@ -195,6 +198,11 @@ type Request struct {
 // defaults applied, so key order, whitespace and an explicit default (activate false) do
 // not make a retry "different", while any change of what is ordered does (3010).
 func (r Request) Hash() []byte {
+	if r.Relay != nil {
+		// The transaction is the request: a repeat is the same order whatever the
+		// estimate says by then.
+		return idempotency.Hash([]byte("POST /v1/transactions v1"), []byte(r.Relay.TxID))
+	}
 	var maxPrice string
 	if r.MaxPriceSun != nil {
 		maxPrice = strconv.FormatInt(*r.MaxPriceSun, 10)
@@ -300,7 +308,7 @@ func replayed() error {
 // refuses it (the answer depends on whether client_order_id replays, which only the claim
 // knows), or one the group declined.
 func (m *Orders) acceptInGroup(ctx context.Context, accountID string, req Request, key idempotency.Key) ([]byte, bool, error) {
-	if m.group == nil || req.QuoteID != "" {
+	if m.group == nil || req.QuoteID != "" || req.Relay != nil {
 		return nil, false, nil
 	}
 	n, err := m.prepare(ctx, accountID, req, nil, nil, nil)
@@ -427,6 +435,7 @@ func (m *Orders) prepare(ctx context.Context, accountID string, req Request, q *
 		n.QuoteID = &qid
 	}
 	n.MaxPriceSun = req.MaxPriceSun
+	n.Relay = req.Relay
 	if req.Resource == pricing.Activation {
 		if activated {
 			return n, invalid("receiver", "already_activated", "the receiver is already activated; an activation order has nothing to do")

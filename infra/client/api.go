@@ -165,7 +165,13 @@ func (c *Client) CreateOrder(ctx context.Context, r OrderRequest) (Created, erro
 	if err != nil {
 		return Created{}, err
 	}
-	resp, err := c.Do(ctx, http.MethodPost, "/v1/orders", body, Idempotent())
+	return c.create(ctx, "/v1/orders", body, r.ClientOrderID)
+}
+
+// create POSTs an order-creating body with the retry policy and, when the answer stays
+// unknown, looks the order up by clientOrderID (CreateOrder, RelayTransaction).
+func (c *Client) create(ctx context.Context, target string, body []byte, clientOrderID string) (Created, error) {
+	resp, err := c.Do(ctx, http.MethodPost, target, body, Idempotent())
 	out := Created{Response: resp}
 	if err == nil {
 		out.Replayed = resp.Status == http.StatusOK
@@ -178,7 +184,7 @@ func (c *Client) CreateOrder(ctx context.Context, r OrderRequest) (Created, erro
 			return out, err // a definite answer, or the caller's context ended
 		}
 	}
-	o, found, lerr := c.OrderByClientID(ctx, r.ClientOrderID)
+	o, found, lerr := c.OrderByClientID(ctx, clientOrderID)
 	switch {
 	case lerr != nil:
 		return out, errors.Join(ErrOutcomeUnknown, err, lerr)

@@ -76,7 +76,7 @@ const columns = `id, account_id, network, test, client_order_id, batch_id, subsc
 	energy_amount_sun, activation_amount_sun, total_amount_sun, charged_amount_sun, refunded_amount_sun,
 	activation_performed, activation_hash, delegate_hashes, delegated_at, expires_at, failure, filled_by,
 	quote_id, max_price_sun, reclaim_requested_at, reclaim_hash, refund_reason, next_due_at, attempts,
-	created_at, updated_at`
+	created_at, updated_at, transaction`
 
 func scan(r pgx.Row) (Row, error) {
 	var (
@@ -92,7 +92,7 @@ func scan(r pgx.Row) (Row, error) {
 		&o.EnergyAmountSun, &o.ActivationAmountSun, &o.TotalAmountSun, &o.ChargedAmountSun, &o.RefundedAmountSun,
 		&o.Activation.Performed, &o.Activation.Hash, &o.DelegateHashes, &delegatedAt, &expiresAt, &failure, &o.FilledBy,
 		&o.QuoteID, &o.MaxPriceSun, &o.ReclaimRequestedAt, &o.ReclaimHash, &o.RefundReason, &o.NextDueAt, &o.Attempts,
-		&created, &updated)
+		&created, &updated, &o.Transaction)
 	if err != nil {
 		return o, err
 	}
@@ -141,6 +141,9 @@ type NewOrder struct {
 	QuoteID             *string
 	MaxPriceSun         *int64
 	CreatedAt           time.Time
+	// Relay is the customer's transaction an order of POST /v1/transactions relays
+	// (relay.go); nil for every other order.
+	Relay *NewRelay
 }
 
 // Total is what the order charges: the resource plus the activation fee.
@@ -221,6 +224,11 @@ func QueueInsertLimited(b *pgx.Batch, n NewOrder, maxInFlight int) (*QueuedInser
 			q.Admitted = inserted == 1
 			return nil
 		})
+	if n.Relay != nil {
+		if err := queueRelay(b, n); err != nil {
+			return nil, err
+		}
+	}
 	return q, nil
 }
 
@@ -270,7 +278,7 @@ func Created(n NewOrder) Row {
 		},
 		AccountID: n.AccountID, Network: n.Network, Activate: n.Activate, EnergyAmountSun: n.EnergyAmountSun,
 		ActivationAmountSun: n.ActivationAmountSun, QuoteID: n.QuoteID, MaxPriceSun: n.MaxPriceSun, NextDueAt: &due,
-	}
+	}.withRelay(n.Relay)
 }
 
 // Get reads one order of accountID; another account's order is ErrNotFound.

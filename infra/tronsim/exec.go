@@ -99,6 +99,10 @@ func (s *state) execute(ctx execCtx, c tron.Contract, netBytes int64) (execResul
 	before, had := s.Accounts[owner]
 	charged := false
 	var net bandwidthCharge
+	if _, call := c.(*tron.TriggerSmartContract); call && netBytes > 0 && !had {
+		// BandwidthProcessor.consume looks the owner up before any actuator runs.
+		return execResult{}, invalid("account [%s] does not exist", owner)
+	}
 	if netBytes > 0 && had && !s.createsAccount(c) {
 		// BandwidthProcessor.consume runs before the contract; an account-creating
 		// contract pays CreateAccountFee instead (its actuator path, below).

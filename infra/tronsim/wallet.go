@@ -73,6 +73,7 @@ func (s *Sim) walletRoutes() map[string]struct {
 		"getblockbylatestnum":                {s.getBlockByLatestNum, true},
 		"gettransactionbyid":                 {s.getTransactionByID, true},
 		"gettransactioninfobyid":             {s.getTransactionInfoByID, true},
+		"gettransactionfrompending":          {s.getTransactionFromPending, false}, // pending.go
 		"gettransactioninfobyblocknum":       {s.getTransactionInfoByBlockNum, true},
 		"getaccount":                         {s.getAccount, true},
 		"getaccountresource":                 {s.getAccountResource, false},
@@ -738,16 +739,15 @@ func (s *Sim) build(c tron.Contract, feeLimit int64, visible bool) (*tron.Transa
 
 // buildTrigger is Wallet.triggerContract for a non-constant call: the contract must exist,
 // and the transaction is returned without running it (a call that would revert is built,
-// lands as REVERT and burns its fee). Only the owner account is checked, as
-// createTransactionCapsule does for every contract.
+// lands as REVERT and burns its fee). The owner is not looked up: createTransactionCapsule
+// runs no actuator validation for TriggerSmartContract, so a never-activated owner's call
+// builds and is refused at broadcast (BandwidthProcessor.consume: "account [...] does not
+// exist", CONTRACT_VALIDATE_ERROR).
 func (s *Sim) buildTrigger(c *tron.TriggerSmartContract, feeLimit int64, visible bool) (*tron.Transaction, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if c.ContractAddress != s.opts.USDTContract && c.ContractAddress != DeepReserveContract() {
 		return nil, validateErr("No contract or not a valid smart contract")
-	}
-	if _, ok := s.viewLocked().Accounts[c.OwnerAddress]; !ok || c.OwnerAddress.IsZero() {
-		return nil, validateErr("Validate InternalTransfer error, no OwnerAccount.")
 	}
 	r := &tron.RawData{Contract: c, FeeLimit: feeLimit}
 	s.refBlockLocked(r)

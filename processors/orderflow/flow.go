@@ -147,6 +147,8 @@ type Flow struct {
 	delivers grouper[*deliverReq] // delivergroup.go
 	facts    grouper[*factReq]    // confirmgroup.go
 
+	relayed *prometheus.CounterVec // relay.go: relayed transactions by new status
+
 	intentSlots chan struct{}  // run.go: orders being delivered from intents, bounded
 	intentWork  sync.WaitGroup // run.go: those workers, waited for when Run ends
 	runCtx      context.Context
@@ -239,6 +241,9 @@ func New(o Options) (*Flow, error) {
 		Name: "orderflow_delivery_seconds", Help: "From order creation to order.confirmed.",
 		Buckets: []float64{1, 2, 5, 10, 20, 30, 60, 90, 120, 300},
 	}))
+	f.relayed = metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "orderflow_relayed_transactions_total", Help: "Relayed transactions (POST /v1/transactions) moved to a new status, by status (relay.go).",
+	}, []string{"status"}))
 	return f, nil
 }
 

@@ -46,7 +46,7 @@ func (c *clock) Add(d time.Duration) {
 }
 
 type env struct {
-	t         *testing.T
+	t         testing.TB
 	net       network.Network
 	providers []Provider
 	deep      DeepReserve
@@ -88,7 +88,7 @@ func newEnvBroker(t *testing.T, nw network.Network, extra []tronsim.GenesisAccou
 }
 
 // newEnvSim is newEnvBroker with the simulator's options changed by simOpts (nil: none).
-func newEnvSim(t *testing.T, nw network.Network, extra []tronsim.GenesisAccount, brokers string, simOpts func(*tronsim.Options), stakesTRX ...int64) *env {
+func newEnvSim(t testing.TB, nw network.Network, extra []tronsim.GenesisAccount, brokers string, simOpts func(*tronsim.Options), stakesTRX ...int64) *env {
 	t.Helper()
 	if len(stakesTRX) == 0 {
 		stakesTRX = []int64{10_000_000}

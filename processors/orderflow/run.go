@@ -46,6 +46,9 @@ type RunOptions struct {
 	// StatsEvery is how often the unsettled signer journal is read for its metrics
 	// (default 5s).
 	StatsEvery time.Duration
+	// RelayEvery is how often relayed transactions are advanced (relay.go; default 200 ms:
+	// a customer's call is broadcast within this of its delegation's block).
+	RelayEvery time.Duration
 	// ClientOpts are added to the Kafka clients (tests shorten timeouts).
 	ClientOpts []kgo.Opt
 }
@@ -76,6 +79,9 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 	}
 	if ro.Workers <= 0 {
 		ro.Workers = 8
+	}
+	if ro.RelayEvery <= 0 {
+		ro.RelayEvery = 200 * time.Millisecond
 	}
 	if ro.IntentWorkers <= 0 {
 		ro.IntentWorkers = 64
@@ -112,6 +118,7 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 	g.Go(func() error { return facts.Run(gctx) })
 	g.Go(func() error { return f.sweep(gctx, ro) })
 	g.Go(func() error { f.journalMetrics(gctx, ro.StatsEvery); return nil })
+	g.Go(func() error { return f.followRelays(gctx, ro.RelayEvery) }) // relay.go
 	err = g.Wait()
 	f.intentWork.Wait()
 	f.log.Info("order processor stopped")

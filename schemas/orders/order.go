@@ -118,6 +118,10 @@ type Record struct {
 	FilledBy          *string         `json:"filled_by"`
 	CreatedAt         events.Time     `json:"created_at"`
 	UpdatedAt         events.Time     `json:"updated_at"`
+
+	// Transaction is the relayed transaction of an order made by POST /v1/transactions;
+	// absent from every other order.
+	Transaction *RelayedTransaction `json:"transaction,omitempty"`
 }
 
 // Event types of orders (named in the event catalogue, schemas/events).
@@ -149,6 +153,8 @@ type ConfirmedData struct {
 	TotalAmountSun    int64          `json:"total_amount_sun"`
 	RefundedAmountSun int64          `json:"refunded_amount_sun"`
 	Activation        ActivationInfo `json:"activation"`
+	// Transaction is the relayed transaction of an order of POST /v1/transactions.
+	Transaction *RelayedTransaction `json:"transaction,omitempty"`
 }
 
 // FailedData is the data of order.failed.
@@ -163,6 +169,8 @@ type FailedData struct {
 	ChargedAmountSun  int64    `json:"charged_amount_sun"`
 	RefundedAmountSun int64    `json:"refunded_amount_sun"`
 	RefundComplete    bool     `json:"refund_complete"`
+	// Transaction is the relayed transaction of an order of POST /v1/transactions.
+	Transaction *RelayedTransaction `json:"transaction,omitempty"`
 }
 
 // EndedData is the data of order.reclaimed (ReclaimedAt set) and order.expired (ExpiredAt
@@ -180,6 +188,8 @@ type EndedData struct {
 	ReclaimedAt       *events.Time `json:"reclaimed_at,omitempty"`
 	ExpiredAt         *events.Time `json:"expired_at,omitempty"`
 	RefundedAmountSun int64        `json:"refunded_amount_sun"`
+	// Transaction is the relayed transaction of an order of POST /v1/transactions.
+	Transaction *RelayedTransaction `json:"transaction,omitempty"`
 }
 
 // RefundedData is the data of order.refunded.
@@ -197,6 +207,8 @@ type RefundedData struct {
 	RefundedAmountSun int64       `json:"refunded_amount_sun"`
 	RefundComplete    bool        `json:"refund_complete"`
 	RefundedAt        events.Time `json:"refunded_at"`
+	// Transaction is the relayed transaction of an order of POST /v1/transactions.
+	Transaction *RelayedTransaction `json:"transaction,omitempty"`
 }
 
 // Confirmed builds order.confirmed's data from the record.
@@ -207,6 +219,7 @@ func (r Record) Confirmed() ConfirmedData {
 		Tier: r.Tier, DurationSeconds: r.DurationSeconds, Receiver: r.Receiver,
 		DelegateHashes: nonNil(r.DelegateHashes), DelegatedAt: r.DelegatedAt, ExpiresAt: r.ExpiresAt,
 		TotalAmountSun: r.TotalAmountSun, RefundedAmountSun: r.RefundedAmountSun, Activation: r.Activation,
+		Transaction: r.Transaction,
 	}
 	if len(r.DelegateHashes) > 0 {
 		h := r.DelegateHashes[0]
@@ -224,7 +237,7 @@ func (r Record) FailedEvent(refundComplete bool) FailedData {
 	return FailedData{
 		OrderID: r.ID, ClientOrderID: r.ClientOrderID, Receiver: r.Receiver, Resource: r.Resource, Amount: r.Amount,
 		Tier: r.Tier, Failure: f, ChargedAmountSun: r.ChargedAmountSun, RefundedAmountSun: r.RefundedAmountSun,
-		RefundComplete: refundComplete,
+		RefundComplete: refundComplete, Transaction: r.Transaction,
 	}
 }
 
@@ -232,7 +245,7 @@ func (r Record) FailedEvent(refundComplete bool) FailedData {
 func (r Record) Ended(reclaimed bool, hash *string, at time.Time) EndedData {
 	d := EndedData{
 		OrderID: r.ID, ClientOrderID: r.ClientOrderID, Receiver: r.Receiver, Resource: r.Resource, Amount: r.Amount,
-		Tier: r.Tier, ReclaimHash: hash, RefundedAmountSun: r.RefundedAmountSun,
+		Tier: r.Tier, ReclaimHash: hash, RefundedAmountSun: r.RefundedAmountSun, Transaction: r.Transaction,
 	}
 	t := events.Time(at)
 	if reclaimed {
@@ -249,7 +262,7 @@ func (r Record) RefundedEvent(reason string, at time.Time) RefundedData {
 		OrderID: r.ID, ClientOrderID: r.ClientOrderID, Receiver: r.Receiver, Resource: r.Resource, Amount: r.Amount,
 		Tier: r.Tier, DeliveredAmount: r.DeliveredAmount, Partial: r.Partial, Reason: reason,
 		ChargedAmountSun: r.ChargedAmountSun, RefundedAmountSun: r.RefundedAmountSun, RefundComplete: true,
-		RefundedAt: events.Time(at),
+		RefundedAt: events.Time(at), Transaction: r.Transaction,
 	}
 }
 

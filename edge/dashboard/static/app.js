@@ -408,6 +408,18 @@
       h("td", { text: sunToTRX(o.total_amount_sun) }),
       h("td", { class: "mono", text: short(o.receiver) }));
   }
+  // The customer's transaction an order of POST /v1/transactions relays (docs/orders.md
+  // "Relayed transactions"): where it is, its block and result, with the explorer link.
+  function relayedTransaction(t) {
+    var ran = t.status === "confirmed" || t.status === "failed";
+    return h("div", { class: "card", id: "order-transaction" }, h("h2", { text: T("order.tx.title") }), h("dl", {},
+      h("dt", { text: T("order.tx.id") }), h("dd", {}, explorerLink(t.txid)),
+      h("dt", { text: T("orders.status") }), h("dd", {}, h("span", { id: "order-tx-status", class: "badge tx-" + t.status, text: T("order.tx." + t.status) })),
+      h("dt", { text: T("order.tx.block") }), h("dd", { text: t.block === null ? "–" : group(t.block) }),
+      h("dt", { text: T("order.tx.result") }), h("dd", { text: t.result || "–" }),
+      h("dt", { text: T("order.tx.energy") }), h("dd", { text: ran ? group(t.energy_used) : "–" }),
+      h("dt", { text: T("order.tx.burnt") }), h("dd", { text: ran ? sunText(t.energy_fee_sun) : "–" })));
+  }
   function orderDetail(box, id) {
     return api("GET", "/v1/orders/" + encodeURIComponent(id)).then(function (o) {
       fill(box, T("order.title", { id: o.id }));
@@ -436,6 +448,7 @@
           h("ol", { class: "timeline" }, steps.map(function (s) { return h("li", {}, h("strong", { text: s[0] }), s[1] ? " " + when(s[1]) : ""); })),
           o.delegate_hashes && o.delegate_hashes.length ? h("div", {}, h("h3", { text: T("order.hashes") }),
             h("ul", {}, o.delegate_hashes.map(function (x) { return h("li", {}, explorerLink(x)); }))) : null)));
+      if (o.transaction) { add(box, relayedTransaction(o.transaction)); }
       var msg = h("div");
       if (["created", "paid", "allocating", "delegated", "confirmed", "active"].indexOf(o.status) >= 0 && session.role !== "viewer") {
         add(box, button(T("order.reclaim"), function (ev) {

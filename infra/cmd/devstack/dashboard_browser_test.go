@@ -348,7 +348,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if n := eval[int](b, `document.querySelectorAll('#key-form input[type=checkbox]:checked').length`); n != 0 {
 		t.Fatalf("%d scopes preselected", n)
 	}
-	b.do(chromedp.Click(`input[name="scope-account.read"]`), chromedp.Click(`input[name="scope-orders.read"]`),
+	b.do(chromedp.Click(`input[name="scope-account.read"]`), chromedp.Click(`input[name="scope-orders.read"]`), chromedp.Click(`input[name="scope-orders.write"]`),
 		chromedp.SetValue("#key-label", "from the browser"), chromedp.Click(`#key-form button[type=submit]`))
 	secret := b.text("#key-secret .secret-value")
 	keyID := eval[string](b, `document.querySelector('#keys-table tr[data-key]').getAttribute('data-key')`)
@@ -370,6 +370,22 @@ func TestDashboardInBrowser(t *testing.T) {
 	if eval[bool](b, seen) {
 		t.Fatal("the secret shows again after a reload")
 	}
+
+	// 4b. A transaction relayed with that key (POST /v1/transactions): its order page shows
+	// the transaction, its result and the explorer link.
+	relayed := c.relayTransfer(t)
+	b.screen("#order/"+relayed, "#order-status")
+	b.waitFor("relayed transaction ran", `(function () {
+  var el = document.getElementById('order-tx-status');
+  if (el && el.textContent === 'Ran: succeeded') { return true; }
+  var btn = document.getElementById('refresh-order');
+  if (btn && (!window.__r || Date.now() - window.__r > 700)) { window.__r = Date.now(); btn.click(); }
+  return false;
+})()`, 40*time.Second)
+	if n := eval[int](b, `document.querySelectorAll('#order-transaction a, #order-transaction code').length`); n == 0 {
+		t.Fatal("the relayed transaction's id is not shown on its order page")
+	}
+	b.shot("order-relayed")
 
 	// 5. A webhook registered and tested: the page shows what the receiver answered.
 	var hits atomic.Int32

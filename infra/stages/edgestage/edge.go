@@ -139,6 +139,10 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
+	transactionsAPI, err := transactionsModule(cfg, acc) // transactions.go
+	if err != nil {
+		return nil, err
+	}
 
 	batchesAPI, err := batchesModule(cfg, pool, acc, idem, log)
 	if err != nil {
@@ -179,7 +183,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Keys:           keys,
 		Bootstrap:      signupAPI.Bootstrap(),
 		Sessions:       sessionAPI.Authenticator(),
-		Modules:        append([]edge.Module{signupAPI, sessionAPI, patchAPI, pricingAPI, webhooksAPI, ordersAPI, batchesAPI, subscriptionsAPI, ledgerAPI.Balance, ledgerAPI.Deposits}, chainAPIs...),
+		Modules:        append([]edge.Module{signupAPI, sessionAPI, patchAPI, pricingAPI, webhooksAPI, ordersAPI, transactionsAPI, batchesAPI, subscriptionsAPI, ledgerAPI.Balance, ledgerAPI.Deposits}, chainAPIs...),
 		TrustedProxies: cfg.Auth.TrustedProxies,
 		Limiter:        ratelimit.New(rdb, redisPrefix),
 		RateLimits:     limits,
