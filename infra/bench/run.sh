@@ -14,7 +14,10 @@ bench_out() {
   local pkg=$1 bench=$2 out
   out=$(go test -run '^$' -bench "^${bench}\$" -benchtime "$BENCHTIME" -count 1 "$pkg" 2>&1) || {
     echo "$out" >&2; echo "bench: $bench in $pkg failed" >&2; exit 1; }
-  echo "$out" | grep -E "^${bench}(-[0-9]+)?[[:space:]]" | tee /dev/stderr
+  out=$(echo "$out" | grep -E "^${bench}(-[0-9]+)?[[:space:]]") || {
+    echo "bench: $bench in $pkg printed no result line" >&2; exit 1; }
+  echo "$out" >&2
+  echo "$out"
 }
 
 # field LINE UNIT: the value a result line reported for UNIT.
