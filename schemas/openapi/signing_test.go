@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,4 +108,47 @@ func TestSigningRuleMatchesTheVectors(t *testing.T) {
 		return
 	}
 	t.Fatalf("ApiSignature names vector %q, which request-signing.json does not have", name)
+}
+
+// The webhook signature the document states is the one the published vectors hold: the
+// WebhookSignature example is a vector of schemas/vectors/webhook-signing.json, its
+// signature is HMAC-SHA256 over timestamp + "." + body, and the tolerance stated is the
+// vectors' window.
+func TestWebhookSigningRuleMatchesTheVectors(t *testing.T) {
+	doc := load(t)
+	desc := doc.Components.SecuritySchemes["WebhookSignature"].Value.Description
+	var file struct {
+		Window     int `json:"window_seconds"`
+		Signatures []struct{ Name, Secret, Timestamp, Body, Signature string }
+	}
+	readVectors(t, "webhook-signing.json", &file)
+	for _, want := range []string{`X-API-TIMESTAMP + "." + raw_body`, "schemas/vectors/webhook-signing.json", "constant-time",
+		strconv.Itoa(file.Window) + " seconds"} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("WebhookSignature does not say %q", want)
+		}
+	}
+	if p := doc.Components.Parameters["DeliveryTimestamp"].Value.Description; !strings.Contains(p, strconv.Itoa(file.Window)+" seconds") {
+		t.Errorf("the X-API-TIMESTAMP delivery header does not state the %d s tolerance: %s", file.Window, p)
+	}
+	name, ex := exampleBlock(t, "WebhookSignature", desc)
+	for _, v := range file.Signatures {
+		if v.Name != name {
+			continue
+		}
+		want := map[string]string{"secret": v.Secret, "X-API-TIMESTAMP": v.Timestamp, "body": v.Body, "X-API-SIGN": v.Signature}
+		for k, w := range want {
+			if ex[k] != w {
+				t.Errorf("WebhookSignature example %s: %q, vector %q has %q", k, ex[k], name, w)
+			}
+		}
+		if len(ex) != len(want) {
+			t.Errorf("WebhookSignature example has fields %v, want exactly %v", ex, want)
+		}
+		if got := hmacBase64(ex["secret"], ex["X-API-TIMESTAMP"]+"."+ex["body"]); got != ex["X-API-SIGN"] {
+			t.Errorf("HMAC of the example is %s, the example says %s", got, ex["X-API-SIGN"])
+		}
+		return
+	}
+	t.Fatalf("WebhookSignature names vector %q, which webhook-signing.json does not have", name)
 }
