@@ -16,10 +16,10 @@ import (
 // The webhooks of the document are written from the event schemas of schemas/events, so
 // the payload a receiver gets and the type a generator emits are the same schema:
 //   - components.schemas Event<Def> for each definition of common.schema.json,
-//     <Type>Data for each event type's data schema (<type without dots and
-//     underscores>.schema.json) and <Type>Event for its envelope (envelope.schema.json with
+//     Event<Type>Data for each event type's data schema (<type without dots and
+//     underscores>.schema.json) and Event<Type> for its envelope (envelope.schema.json with
 //     `event` fixed to the type and `data` the data schema);
-//   - one `webhooks` entry per event type of the catalogue, a POST of <Type>Event with the
+//   - one `webhooks` entry per event type of the catalogue, a POST of Event<Type> with the
 //     delivery headers (components.parameters Delivery*) under the WebhookSignature scheme.
 //
 // `go test ./schemas/openapi -run TestWebhooks -update` rewrites both parts.
@@ -155,7 +155,7 @@ func eventSchemas(t *testing.T) string {
 	for _, typ := range events.Catalogue() {
 		data := readSchemaNode(t, schemaFileOf(typ.Name))
 		adapt(t, data, true)
-		all.Content = append(all.Content, str(camel(typ.Name)+"Data"), data)
+		all.Content = append(all.Content, str("Event"+camel(typ.Name)+"Data"), data)
 
 		// The envelope without its dispatch on `event` (allOf): this copy is of one type.
 		env := readSchemaNode(t, "envelope.schema.json")
@@ -172,8 +172,8 @@ func eventSchemas(t *testing.T) string {
 		ev := lookup(props, "event")
 		ev.Content = []*yaml.Node{str("const"), str(typ.Name)}
 		d := lookup(props, "data")
-		d.Content = []*yaml.Node{str("$ref"), {Kind: yaml.ScalarNode, Style: yaml.SingleQuotedStyle, Value: "#/components/schemas/" + camel(typ.Name) + "Data"}}
-		all.Content = append(all.Content, str(camel(typ.Name)+"Event"), env)
+		d.Content = []*yaml.Node{str("$ref"), {Kind: yaml.ScalarNode, Style: yaml.SingleQuotedStyle, Value: "#/components/schemas/Event" + camel(typ.Name) + "Data"}}
+		all.Content = append(all.Content, str("Event"+camel(typ.Name)), env)
 	}
 	return schemasBegin + " by `go test ./schemas/openapi -run TestWebhooks -update`; do not edit by hand.\n" +
 		encodeIndented(t, all, "    ") + schemasEndTag + "\n"
@@ -211,7 +211,7 @@ func webhookEntries(t *testing.T) string {
 			fmt.Fprintf(&b, "        - $ref: '#/components/parameters/%s'\n", p)
 		}
 		b.WriteString("      requestBody:\n        required: true\n        content:\n          application/json:\n")
-		fmt.Fprintf(&b, "            schema: {$ref: '#/components/schemas/%sEvent'}\n", name)
+		fmt.Fprintf(&b, "            schema: {$ref: '#/components/schemas/Event%s'}\n", name)
 		b.WriteString("      responses:\n")
 		b.WriteString("        '2XX':\n          description: Delivered. Any 2xx within 10 s acknowledges the event; its body is ignored.\n")
 		b.WriteString("        default:\n          description: Any other answer (3xx included), no answer or one slower than 10 s fails the attempt; it is retried on the schedule.\n")
