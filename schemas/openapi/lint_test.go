@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"rental/infra/testenv"
 )
 
 // The linters integrators run on the document (pinned in lint/package.json, installed by
@@ -129,24 +131,6 @@ func spectralConfig(t *testing.T, ex lintExceptions) string {
 	return out
 }
 
-// tool returns the path of a linter installed by npm ci in lint/. Without it the test
-// cannot run: it fails under CI (.ci/run installs the tools) and is reported NOT RUN
-// elsewhere.
-func tool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join(lintDir, "node_modules", ".bin", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed: run `npm ci` in schemas/openapi/lint (.ci/run does): %v", name, err)
-		}
-		t.Skipf("NOT RUN: %s is not installed (npm ci in schemas/openapi/lint)", name)
-	}
-	return p
-}
-
 type finding struct{ Rule, Where, Message string }
 
 func (f finding) String() string { return f.Rule + " at " + f.Where + ": " + f.Message }
@@ -252,7 +236,7 @@ func TestLinters(t *testing.T) {
 		t.Errorf("lint/%s differs from lint/exceptions.yaml; run go test ./schemas/openapi -run TestLinters -update", name)
 	}
 
-	redocly, spectral := tool(t, "redocly"), tool(t, "spectral")
+	redocly, spectral := testenv.NodeTool(t, "schemas/openapi/lint", "redocly"), testenv.NodeTool(t, "schemas/openapi/lint", "spectral")
 	// Three runs at once: Redocly with the recommended rules only (a rule turned off in
 	// redocly.yaml is one this run reports and the test drops, so the same run shows
 	// whether each exception is still needed), Spectral with .spectral.yaml, and Spectral

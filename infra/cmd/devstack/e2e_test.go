@@ -320,6 +320,8 @@ type e2e struct {
 	pool     string              // the stake pool that delegated the order
 	stakeSun int64               // the TRX staked behind the delegation
 	scopes   []string            // the API key's scopes beyond the order flow's
+
+	keyID, keySecret string // the API key signup issued
 }
 
 // e2eStack starts the dev stack with fast blocks and shallow confirmations (a deposit is
@@ -389,6 +391,7 @@ func (e *e2e) signup() {
 		t.Fatalf("api key id %q, secret of %d characters", key.ID, len(key.Secret))
 	}
 	c.key = client.New("http://"+c.s.api, key.ID, key.Secret, client.WithHTTPClient(c.http))
+	e.keyID, e.keySecret = key.ID, key.Secret
 }
 
 // deposit sends amountSun from the simulator's faucet to the account's TRX deposit address
