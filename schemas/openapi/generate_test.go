@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"maps"
@@ -102,6 +103,11 @@ func errorResponses(t *testing.T) string {
 		}
 		w(2, "Error%d:", c.Code)
 		w(3, "description: '%d %s (HTTP %d): %s'", c.Code, c.Slug, c.Status, strings.ReplaceAll(c.Desc, "'", "''"))
+		example, _ := json.Marshal(map[string]any{
+			"error":      map[string]any{"code": c.Code, "slug": c.Slug, "message": c.Desc, "field": nil, "retryable": c.Retryable},
+			"request_id": "req_0123456789abcdef01234567",
+		})
+		w(3, "examples: [%s]", example)
 		w(3, "type: object")
 		w(3, "required: [error, request_id]")
 		w(3, "additionalProperties: false")

@@ -1205,7 +1205,19 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
-        /** @description 1001 missing_credentials (HTTP 401): A required auth header is absent. */
+        /**
+         * @description 1001 missing_credentials (HTTP 401): A required auth header is absent.
+         * @example {
+         *       "error": {
+         *         "code": 1001,
+         *         "field": null,
+         *         "message": "A required auth header is absent.",
+         *         "retryable": false,
+         *         "slug": "missing_credentials"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1001: {
             error: {
                 /** @constant */
@@ -1222,7 +1234,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details1001: Record<string, never>;
-        /** @description 1002 invalid_signature (HTTP 401): Signature differs from the server's computation. */
+        /**
+         * @description 1002 invalid_signature (HTTP 401): Signature differs from the server's computation.
+         * @example {
+         *       "error": {
+         *         "code": 1002,
+         *         "field": null,
+         *         "message": "Signature differs from the server's computation.",
+         *         "retryable": false,
+         *         "slug": "invalid_signature"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1002: {
             error: {
                 /** @constant */
@@ -1239,7 +1263,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details1002: Record<string, never>;
-        /** @description 1003 signature_timestamp_skew (HTTP 401): Clock off by more than 5 s. */
+        /**
+         * @description 1003 signature_timestamp_skew (HTTP 401): Clock off by more than 5 s.
+         * @example {
+         *       "error": {
+         *         "code": 1003,
+         *         "field": null,
+         *         "message": "Clock off by more than 5 s.",
+         *         "retryable": true,
+         *         "slug": "signature_timestamp_skew"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1003: {
             error: {
                 /** @constant */
@@ -1258,7 +1294,19 @@ export interface components {
         Details1003: {
             server_time?: components["schemas"]["Timestamp"];
         };
-        /** @description 1004 ip_not_allowed (HTTP 401): Source IP not in the key's allowlist. */
+        /**
+         * @description 1004 ip_not_allowed (HTTP 401): Source IP not in the key's allowlist.
+         * @example {
+         *       "error": {
+         *         "code": 1004,
+         *         "field": null,
+         *         "message": "Source IP not in the key's allowlist.",
+         *         "retryable": false,
+         *         "slug": "ip_not_allowed"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1004: {
             error: {
                 /** @constant */
@@ -1277,7 +1325,19 @@ export interface components {
         Details1004: {
             source_ip?: string;
         };
-        /** @description 1005 insufficient_scope (HTTP 403): Key lacks the needed scope. */
+        /**
+         * @description 1005 insufficient_scope (HTTP 403): Key lacks the needed scope.
+         * @example {
+         *       "error": {
+         *         "code": 1005,
+         *         "field": null,
+         *         "message": "Key lacks the needed scope.",
+         *         "retryable": false,
+         *         "slug": "insufficient_scope"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1005: {
             error: {
                 /** @constant */
@@ -1296,7 +1356,19 @@ export interface components {
         Details1005: {
             required_scope?: components["schemas"]["Scope"];
         };
-        /** @description 1006 key_revoked (HTTP 401): Key deleted or expired. */
+        /**
+         * @description 1006 key_revoked (HTTP 401): Key deleted or expired.
+         * @example {
+         *       "error": {
+         *         "code": 1006,
+         *         "field": null,
+         *         "message": "Key deleted or expired.",
+         *         "retryable": false,
+         *         "slug": "key_revoked"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1006: {
             error: {
                 /** @constant */
@@ -1313,7 +1385,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details1006: Record<string, never>;
-        /** @description 1007 key_inactive (HTTP 401): Key exists but is inactive. */
+        /**
+         * @description 1007 key_inactive (HTTP 401): Key exists but is inactive.
+         * @example {
+         *       "error": {
+         *         "code": 1007,
+         *         "field": null,
+         *         "message": "Key exists but is inactive.",
+         *         "retryable": false,
+         *         "slug": "key_inactive"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1007: {
             error: {
                 /** @constant */
@@ -1330,7 +1414,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details1007: Record<string, never>;
-        /** @description 1008 account_suspended (HTTP 403): Account frozen; reads only, no orders. */
+        /**
+         * @description 1008 account_suspended (HTTP 403): Account frozen; reads only, no orders.
+         * @example {
+         *       "error": {
+         *         "code": 1008,
+         *         "field": null,
+         *         "message": "Account frozen; reads only, no orders.",
+         *         "retryable": false,
+         *         "slug": "account_suspended"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1008: {
             error: {
                 /** @constant */
@@ -1347,7 +1443,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details1008: Record<string, never>;
-        /** @description 1009 replayed_signature (HTTP 401): Signature already used in the window. */
+        /**
+         * @description 1009 replayed_signature (HTTP 401): Signature already used in the window.
+         * @example {
+         *       "error": {
+         *         "code": 1009,
+         *         "field": null,
+         *         "message": "Signature already used in the window.",
+         *         "retryable": false,
+         *         "slug": "replayed_signature"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1009: {
             error: {
                 /** @constant */
@@ -1364,7 +1472,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details1009: Record<string, never>;
-        /** @description 1010 challenge_invalid (HTTP 401): Nonce unknown, expired, used, or signature does not recover the address. */
+        /**
+         * @description 1010 challenge_invalid (HTTP 401): Nonce unknown, expired, used, or signature does not recover the address.
+         * @example {
+         *       "error": {
+         *         "code": 1010,
+         *         "field": null,
+         *         "message": "Nonce unknown, expired, used, or signature does not recover the address.",
+         *         "retryable": true,
+         *         "slug": "challenge_invalid"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1010: {
             error: {
                 /** @constant */
@@ -1381,7 +1501,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details1010: Record<string, never>;
-        /** @description 1011 bootstrap_token_expired (HTTP 401): Bootstrap token expired or used on a forbidden endpoint. */
+        /**
+         * @description 1011 bootstrap_token_expired (HTTP 401): Bootstrap token expired or used on a forbidden endpoint.
+         * @example {
+         *       "error": {
+         *         "code": 1011,
+         *         "field": null,
+         *         "message": "Bootstrap token expired or used on a forbidden endpoint.",
+         *         "retryable": true,
+         *         "slug": "bootstrap_token_expired"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1011: {
             error: {
                 /** @constant */
@@ -1398,7 +1530,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details1011: Record<string, never>;
-        /** @description 1012 key_environment_mismatch (HTTP 401): Key prefix does not match the host environment. */
+        /**
+         * @description 1012 key_environment_mismatch (HTTP 401): Key prefix does not match the host environment.
+         * @example {
+         *       "error": {
+         *         "code": 1012,
+         *         "field": null,
+         *         "message": "Key prefix does not match the host environment.",
+         *         "retryable": false,
+         *         "slug": "key_environment_mismatch"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1012: {
             error: {
                 /** @constant */
@@ -1415,7 +1559,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details1012: Record<string, never>;
-        /** @description 1013 session_expired (HTTP 401): Session cookie missing, expired or signed out. */
+        /**
+         * @description 1013 session_expired (HTTP 401): Session cookie missing, expired or signed out.
+         * @example {
+         *       "error": {
+         *         "code": 1013,
+         *         "field": null,
+         *         "message": "Session cookie missing, expired or signed out.",
+         *         "retryable": false,
+         *         "slug": "session_expired"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1013: {
             error: {
                 /** @constant */
@@ -1432,7 +1588,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details1013: Record<string, never>;
-        /** @description 1014 csrf_token_invalid (HTTP 403): Cookie-authenticated write lacks a valid X-CSRF-Token. */
+        /**
+         * @description 1014 csrf_token_invalid (HTTP 403): Cookie-authenticated write lacks a valid X-CSRF-Token.
+         * @example {
+         *       "error": {
+         *         "code": 1014,
+         *         "field": null,
+         *         "message": "Cookie-authenticated write lacks a valid X-CSRF-Token.",
+         *         "retryable": false,
+         *         "slug": "csrf_token_invalid"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1014: {
             error: {
                 /** @constant */
@@ -1449,7 +1617,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details1014: Record<string, never>;
-        /** @description 1100 rate_limited (HTTP 429): Per-key or per-IP budget exceeded. */
+        /**
+         * @description 1100 rate_limited (HTTP 429): Per-key or per-IP budget exceeded.
+         * @example {
+         *       "error": {
+         *         "code": 1100,
+         *         "field": null,
+         *         "message": "Per-key or per-IP budget exceeded.",
+         *         "retryable": true,
+         *         "slug": "rate_limited"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1100: {
             error: {
                 /** @constant */
@@ -1466,7 +1646,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details1100: Record<string, never>;
-        /** @description 1101 concurrency_limited (HTTP 429): Too many orders or batches in flight for the account. */
+        /**
+         * @description 1101 concurrency_limited (HTTP 429): Too many orders or batches in flight for the account.
+         * @example {
+         *       "error": {
+         *         "code": 1101,
+         *         "field": null,
+         *         "message": "Too many orders or batches in flight for the account.",
+         *         "retryable": true,
+         *         "slug": "concurrency_limited"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1101: {
             error: {
                 /** @constant */
@@ -1483,7 +1675,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details1101: Record<string, never>;
-        /** @description 1102 quota_exceeded (HTTP 429): Daily or monthly quota reached. */
+        /**
+         * @description 1102 quota_exceeded (HTTP 429): Daily or monthly quota reached.
+         * @example {
+         *       "error": {
+         *         "code": 1102,
+         *         "field": null,
+         *         "message": "Daily or monthly quota reached.",
+         *         "retryable": true,
+         *         "slug": "quota_exceeded"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error1102: {
             error: {
                 /** @constant */
@@ -1503,7 +1707,19 @@ export interface components {
             resets_at?: components["schemas"]["Timestamp"];
             window?: string;
         };
-        /** @description 2000 malformed_json (HTTP 400): Body not valid JSON or Content-Type not application/json. */
+        /**
+         * @description 2000 malformed_json (HTTP 400): Body not valid JSON or Content-Type not application/json.
+         * @example {
+         *       "error": {
+         *         "code": 2000,
+         *         "field": null,
+         *         "message": "Body not valid JSON or Content-Type not application/json.",
+         *         "retryable": false,
+         *         "slug": "malformed_json"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error2000: {
             error: {
                 /** @constant */
@@ -1520,7 +1736,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details2000: Record<string, never>;
-        /** @description 2001 validation_failed (HTTP 400): Missing, mistyped or out-of-range parameter. */
+        /**
+         * @description 2001 validation_failed (HTTP 400): Missing, mistyped or out-of-range parameter.
+         * @example {
+         *       "error": {
+         *         "code": 2001,
+         *         "field": null,
+         *         "message": "Missing, mistyped or out-of-range parameter.",
+         *         "retryable": false,
+         *         "slug": "validation_failed"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error2001: {
             error: {
                 /** @constant */
@@ -1550,7 +1778,19 @@ export interface components {
             /** @description What the field must be. */
             expected?: unknown;
         };
-        /** @description 2002 empty_patch (HTTP 422): PATCH body has no mutable field. */
+        /**
+         * @description 2002 empty_patch (HTTP 422): PATCH body has no mutable field.
+         * @example {
+         *       "error": {
+         *         "code": 2002,
+         *         "field": null,
+         *         "message": "PATCH body has no mutable field.",
+         *         "retryable": false,
+         *         "slug": "empty_patch"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error2002: {
             error: {
                 /** @constant */
@@ -1567,7 +1807,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details2002: Record<string, never>;
-        /** @description 2003 tier_unavailable (HTTP 422): Tier not on sale for the resource. */
+        /**
+         * @description 2003 tier_unavailable (HTTP 422): Tier not on sale for the resource.
+         * @example {
+         *       "error": {
+         *         "code": 2003,
+         *         "field": null,
+         *         "message": "Tier not on sale for the resource.",
+         *         "retryable": false,
+         *         "slug": "tier_unavailable"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error2003: {
             error: {
                 /** @constant */
@@ -1586,7 +1838,19 @@ export interface components {
         Details2003: {
             available_tiers?: components["schemas"]["Tier"][];
         };
-        /** @description 2004 quote_mismatch (HTTP 422): quote_id sent together with order parameters contradicting the quote. */
+        /**
+         * @description 2004 quote_mismatch (HTTP 422): quote_id sent together with order parameters contradicting the quote.
+         * @example {
+         *       "error": {
+         *         "code": 2004,
+         *         "field": null,
+         *         "message": "quote_id sent together with order parameters contradicting the quote.",
+         *         "retryable": false,
+         *         "slug": "quote_mismatch"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error2004: {
             error: {
                 /** @constant */
@@ -1603,7 +1867,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details2004: Record<string, never>;
-        /** @description 2005 idempotency_key_required (HTTP 400): Batch create without client_batch_id or Idempotency-Key. */
+        /**
+         * @description 2005 idempotency_key_required (HTTP 400): Batch create without client_batch_id or Idempotency-Key.
+         * @example {
+         *       "error": {
+         *         "code": 2005,
+         *         "field": null,
+         *         "message": "Batch create without client_batch_id or Idempotency-Key.",
+         *         "retryable": false,
+         *         "slug": "idempotency_key_required"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error2005: {
             error: {
                 /** @constant */
@@ -1620,7 +1896,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details2005: Record<string, never>;
-        /** @description 2006 duplicate_receiver (HTTP 400): Same receiver repeated in one batch. */
+        /**
+         * @description 2006 duplicate_receiver (HTTP 400): Same receiver repeated in one batch.
+         * @example {
+         *       "error": {
+         *         "code": 2006,
+         *         "field": null,
+         *         "message": "Same receiver repeated in one batch.",
+         *         "retryable": false,
+         *         "slug": "duplicate_receiver"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error2006: {
             error: {
                 /** @constant */
@@ -1637,7 +1925,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details2006: Record<string, never>;
-        /** @description 2007 invalid_address (HTTP 400): Not a valid Base58Check address. */
+        /**
+         * @description 2007 invalid_address (HTTP 400): Not a valid Base58Check address.
+         * @example {
+         *       "error": {
+         *         "code": 2007,
+         *         "field": null,
+         *         "message": "Not a valid Base58Check address.",
+         *         "retryable": false,
+         *         "slug": "invalid_address"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error2007: {
             error: {
                 /** @constant */
@@ -1654,7 +1954,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details2007: Record<string, never>;
-        /** @description 2008 amount_out_of_range (HTTP 400): Amount under the minimum or over the maximum. */
+        /**
+         * @description 2008 amount_out_of_range (HTTP 400): Amount under the minimum or over the maximum.
+         * @example {
+         *       "error": {
+         *         "code": 2008,
+         *         "field": null,
+         *         "message": "Amount under the minimum or over the maximum.",
+         *         "retryable": false,
+         *         "slug": "amount_out_of_range"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error2008: {
             error: {
                 /** @constant */
@@ -1678,7 +1990,19 @@ export interface components {
             /** @description The account limit that set max_amount (max_order_energy). */
             limit?: string;
         };
-        /** @description 2009 batch_too_large (HTTP 400): More than 100 receivers or total energy above the batch cap. */
+        /**
+         * @description 2009 batch_too_large (HTTP 400): More than 100 receivers or total energy above the batch cap.
+         * @example {
+         *       "error": {
+         *         "code": 2009,
+         *         "field": null,
+         *         "message": "More than 100 receivers or total energy above the batch cap.",
+         *         "retryable": false,
+         *         "slug": "batch_too_large"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error2009: {
             error: {
                 /** @constant */
@@ -1705,7 +2029,19 @@ export interface components {
             total_energy?: number;
             limit?: string;
         };
-        /** @description 2010 invalid_webhook_url (HTTP 400): URL not HTTPS, private target, embedded credentials, or over 2,048 characters. */
+        /**
+         * @description 2010 invalid_webhook_url (HTTP 400): URL not HTTPS, private target, embedded credentials, or over 2,048 characters.
+         * @example {
+         *       "error": {
+         *         "code": 2010,
+         *         "field": null,
+         *         "message": "URL not HTTPS, private target, embedded credentials, or over 2,048 characters.",
+         *         "retryable": false,
+         *         "slug": "invalid_webhook_url"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error2010: {
             error: {
                 /** @constant */
@@ -1725,7 +2061,19 @@ export interface components {
             /** @enum {string} */
             reason?: "too_long" | "malformed" | "scheme" | "credentials" | "private_target" | "non_canonical_ip";
         };
-        /** @description 2011 unsupported_contract (HTTP 422): Contract in a transfer estimate is not a supported TRC-20 token. */
+        /**
+         * @description 2011 unsupported_contract (HTTP 422): Contract in a transfer estimate is not a supported TRC-20 token.
+         * @example {
+         *       "error": {
+         *         "code": 2011,
+         *         "field": null,
+         *         "message": "Contract in a transfer estimate is not a supported TRC-20 token.",
+         *         "retryable": false,
+         *         "slug": "unsupported_contract"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error2011: {
             error: {
                 /** @constant */
@@ -1742,7 +2090,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details2011: Record<string, never>;
-        /** @description 3001 order_not_found (HTTP 404): No such order. */
+        /**
+         * @description 3001 order_not_found (HTTP 404): No such order.
+         * @example {
+         *       "error": {
+         *         "code": 3001,
+         *         "field": null,
+         *         "message": "No such order.",
+         *         "retryable": false,
+         *         "slug": "order_not_found"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3001: {
             error: {
                 /** @constant */
@@ -1759,7 +2119,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details3001: Record<string, never>;
-        /** @description 3002 order_not_cancellable (HTTP 409): Batch receiver already picked up; single orders cannot be cancelled. */
+        /**
+         * @description 3002 order_not_cancellable (HTTP 409): Batch receiver already picked up; single orders cannot be cancelled.
+         * @example {
+         *       "error": {
+         *         "code": 3002,
+         *         "field": null,
+         *         "message": "Batch receiver already picked up; single orders cannot be cancelled.",
+         *         "retryable": false,
+         *         "slug": "order_not_cancellable"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3002: {
             error: {
                 /** @constant */
@@ -1776,7 +2148,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details3002: Record<string, never>;
-        /** @description 3003 receiver_is_ours (HTTP 422): Receiver is an internal platform address. */
+        /**
+         * @description 3003 receiver_is_ours (HTTP 422): Receiver is an internal platform address.
+         * @example {
+         *       "error": {
+         *         "code": 3003,
+         *         "field": null,
+         *         "message": "Receiver is an internal platform address.",
+         *         "retryable": false,
+         *         "slug": "receiver_is_ours"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3003: {
             error: {
                 /** @constant */
@@ -1793,7 +2177,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details3003: Record<string, never>;
-        /** @description 3004 receiver_not_activated (HTTP 422): Receiver not activated and activate = false; nothing charged. */
+        /**
+         * @description 3004 receiver_not_activated (HTTP 422): Receiver not activated and activate = false; nothing charged.
+         * @example {
+         *       "error": {
+         *         "code": 3004,
+         *         "field": null,
+         *         "message": "Receiver not activated and activate = false; nothing charged.",
+         *         "retryable": true,
+         *         "slug": "receiver_not_activated"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3004: {
             error: {
                 /** @constant */
@@ -1810,7 +2206,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details3004: Record<string, never>;
-        /** @description 3005 quote_expired (HTTP 409): Quote past expires_at. */
+        /**
+         * @description 3005 quote_expired (HTTP 409): Quote past expires_at.
+         * @example {
+         *       "error": {
+         *         "code": 3005,
+         *         "field": null,
+         *         "message": "Quote past expires_at.",
+         *         "retryable": true,
+         *         "slug": "quote_expired"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3005: {
             error: {
                 /** @constant */
@@ -1827,7 +2235,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details3005: Record<string, never>;
-        /** @description 3006 price_above_limit (HTTP 409): Live total above max_price_sun; nothing charged. */
+        /**
+         * @description 3006 price_above_limit (HTTP 409): Live total above max_price_sun; nothing charged.
+         * @example {
+         *       "error": {
+         *         "code": 3006,
+         *         "field": null,
+         *         "message": "Live total above max_price_sun; nothing charged.",
+         *         "retryable": true,
+         *         "slug": "price_above_limit"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3006: {
             error: {
                 /** @constant */
@@ -1844,7 +2264,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details3006: Record<string, never>;
-        /** @description 3007 nothing_to_reclaim (HTTP 409): No live delegation exists or it already lapsed. */
+        /**
+         * @description 3007 nothing_to_reclaim (HTTP 409): No live delegation exists or it already lapsed.
+         * @example {
+         *       "error": {
+         *         "code": 3007,
+         *         "field": null,
+         *         "message": "No live delegation exists or it already lapsed.",
+         *         "retryable": false,
+         *         "slug": "nothing_to_reclaim"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3007: {
             error: {
                 /** @constant */
@@ -1861,7 +2293,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details3007: Record<string, never>;
-        /** @description 3008 reclaim_unavailable (HTTP 409): Order filled by a third-party provider. */
+        /**
+         * @description 3008 reclaim_unavailable (HTTP 409): Order filled by a third-party provider.
+         * @example {
+         *       "error": {
+         *         "code": 3008,
+         *         "field": null,
+         *         "message": "Order filled by a third-party provider.",
+         *         "retryable": false,
+         *         "slug": "reclaim_unavailable"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3008: {
             error: {
                 /** @constant */
@@ -1880,7 +2324,19 @@ export interface components {
         Details3008: {
             filled_by?: string;
         };
-        /** @description 3009 order_in_terminal_state (HTTP 409): Change requested on a terminal order. */
+        /**
+         * @description 3009 order_in_terminal_state (HTTP 409): Change requested on a terminal order.
+         * @example {
+         *       "error": {
+         *         "code": 3009,
+         *         "field": null,
+         *         "message": "Change requested on a terminal order.",
+         *         "retryable": false,
+         *         "slug": "order_in_terminal_state"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3009: {
             error: {
                 /** @constant */
@@ -1897,7 +2353,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details3009: Record<string, never>;
-        /** @description 3010 idempotency_conflict (HTTP 409): Same key with a different body. */
+        /**
+         * @description 3010 idempotency_conflict (HTTP 409): Same key with a different body.
+         * @example {
+         *       "error": {
+         *         "code": 3010,
+         *         "field": null,
+         *         "message": "Same key with a different body.",
+         *         "retryable": false,
+         *         "slug": "idempotency_conflict"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3010: {
             error: {
                 /** @constant */
@@ -1916,7 +2384,19 @@ export interface components {
         Details3010: {
             original_id?: string;
         };
-        /** @description 3011 subscription_exists (HTTP 409): Address already has a subscription for that resource. */
+        /**
+         * @description 3011 subscription_exists (HTTP 409): Address already has a subscription for that resource.
+         * @example {
+         *       "error": {
+         *         "code": 3011,
+         *         "field": null,
+         *         "message": "Address already has a subscription for that resource.",
+         *         "retryable": false,
+         *         "slug": "subscription_exists"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3011: {
             error: {
                 /** @constant */
@@ -1935,7 +2415,19 @@ export interface components {
         Details3011: {
             subscription_id?: string;
         };
-        /** @description 3012 subscription_not_active (HTTP 409): Operation needing an active subscription applied to a cancelled one. */
+        /**
+         * @description 3012 subscription_not_active (HTTP 409): Operation needing an active subscription applied to a cancelled one.
+         * @example {
+         *       "error": {
+         *         "code": 3012,
+         *         "field": null,
+         *         "message": "Operation needing an active subscription applied to a cancelled one.",
+         *         "retryable": false,
+         *         "slug": "subscription_not_active"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3012: {
             error: {
                 /** @constant */
@@ -1952,7 +2444,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details3012: Record<string, never>;
-        /** @description 3013 webhook_limit_reached (HTTP 409): Two endpoints already registered. */
+        /**
+         * @description 3013 webhook_limit_reached (HTTP 409): Two endpoints already registered.
+         * @example {
+         *       "error": {
+         *         "code": 3013,
+         *         "field": null,
+         *         "message": "Two endpoints already registered.",
+         *         "retryable": false,
+         *         "slug": "webhook_limit_reached"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3013: {
             error: {
                 /** @constant */
@@ -1969,7 +2473,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details3013: Record<string, never>;
-        /** @description 3014 webhook_role_taken (HTTP 409): Requested role already held. */
+        /**
+         * @description 3014 webhook_role_taken (HTTP 409): Requested role already held.
+         * @example {
+         *       "error": {
+         *         "code": 3014,
+         *         "field": null,
+         *         "message": "Requested role already held.",
+         *         "retryable": false,
+         *         "slug": "webhook_role_taken"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3014: {
             error: {
                 /** @constant */
@@ -1986,7 +2502,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details3014: Record<string, never>;
-        /** @description 3015 request_in_progress (HTTP 409): Same idempotency key still running. */
+        /**
+         * @description 3015 request_in_progress (HTTP 409): Same idempotency key still running.
+         * @example {
+         *       "error": {
+         *         "code": 3015,
+         *         "field": null,
+         *         "message": "Same idempotency key still running.",
+         *         "retryable": false,
+         *         "slug": "request_in_progress"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3015: {
             error: {
                 /** @constant */
@@ -2003,7 +2531,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details3015: Record<string, never>;
-        /** @description 3017 api_key_limit_reached (HTTP 409): Maximum active keys reached. */
+        /**
+         * @description 3017 api_key_limit_reached (HTTP 409): Maximum active keys reached.
+         * @example {
+         *       "error": {
+         *         "code": 3017,
+         *         "field": null,
+         *         "message": "Maximum active keys reached.",
+         *         "retryable": false,
+         *         "slug": "api_key_limit_reached"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3017: {
             error: {
                 /** @constant */
@@ -2025,7 +2565,19 @@ export interface components {
             /** Format: int32 */
             used?: number;
         };
-        /** @description 3020 subscription_rule_invalid (HTTP 422): Rule outside plan limits. */
+        /**
+         * @description 3020 subscription_rule_invalid (HTTP 422): Rule outside plan limits.
+         * @example {
+         *       "error": {
+         *         "code": 3020,
+         *         "field": null,
+         *         "message": "Rule outside plan limits.",
+         *         "retryable": false,
+         *         "slug": "subscription_rule_invalid"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3020: {
             error: {
                 /** @constant */
@@ -2044,7 +2596,19 @@ export interface components {
         Details3020: {
             violations?: unknown[];
         };
-        /** @description 3021 subscriptions_unavailable (HTTP 409): Subscriptions switched off for creating or changing rules. */
+        /**
+         * @description 3021 subscriptions_unavailable (HTTP 409): Subscriptions switched off for creating or changing rules.
+         * @example {
+         *       "error": {
+         *         "code": 3021,
+         *         "field": null,
+         *         "message": "Subscriptions switched off for creating or changing rules.",
+         *         "retryable": false,
+         *         "slug": "subscriptions_unavailable"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3021: {
             error: {
                 /** @constant */
@@ -2061,7 +2625,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details3021: Record<string, never>;
-        /** @description 3022 object_not_found (HTTP 404): No such object on this account (unknown or another account's, not distinguished). */
+        /**
+         * @description 3022 object_not_found (HTTP 404): No such object on this account (unknown or another account's, not distinguished).
+         * @example {
+         *       "error": {
+         *         "code": 3022,
+         *         "field": null,
+         *         "message": "No such object on this account (unknown or another account's, not distinguished).",
+         *         "retryable": false,
+         *         "slug": "object_not_found"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error3022: {
             error: {
                 /** @constant */
@@ -2078,7 +2654,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details3022: Record<string, never>;
-        /** @description 4001 insufficient_funds (HTTP 402): Available balance below order total plus activation. */
+        /**
+         * @description 4001 insufficient_funds (HTTP 402): Available balance below order total plus activation.
+         * @example {
+         *       "error": {
+         *         "code": 4001,
+         *         "field": null,
+         *         "message": "Available balance below order total plus activation.",
+         *         "retryable": true,
+         *         "slug": "insufficient_funds"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error4001: {
             error: {
                 /** @constant */
@@ -2100,7 +2688,19 @@ export interface components {
             /** Format: int64 */
             available_sun?: number;
         };
-        /** @description 4002 balance_reserved (HTTP 402): Balance is sufficient but mostly reserved by in-flight orders. */
+        /**
+         * @description 4002 balance_reserved (HTTP 402): Balance is sufficient but mostly reserved by in-flight orders.
+         * @example {
+         *       "error": {
+         *         "code": 4002,
+         *         "field": null,
+         *         "message": "Balance is sufficient but mostly reserved by in-flight orders.",
+         *         "retryable": true,
+         *         "slug": "balance_reserved"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error4002: {
             error: {
                 /** @constant */
@@ -2117,7 +2717,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details4002: Record<string, never>;
-        /** @description 4004 ledger_conflict (HTTP 409): Two concurrent debits collided; nothing charged. */
+        /**
+         * @description 4004 ledger_conflict (HTTP 409): Two concurrent debits collided; nothing charged.
+         * @example {
+         *       "error": {
+         *         "code": 4004,
+         *         "field": null,
+         *         "message": "Two concurrent debits collided; nothing charged.",
+         *         "retryable": true,
+         *         "slug": "ledger_conflict"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error4004: {
             error: {
                 /** @constant */
@@ -2134,7 +2746,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details4004: Record<string, never>;
-        /** @description 5001 insufficient_supply (HTTP 503): Neither own pool nor providers can fill at a reasonable cost; nothing charged. */
+        /**
+         * @description 5001 insufficient_supply (HTTP 503): Neither own pool nor providers can fill at a reasonable cost; nothing charged.
+         * @example {
+         *       "error": {
+         *         "code": 5001,
+         *         "field": null,
+         *         "message": "Neither own pool nor providers can fill at a reasonable cost; nothing charged.",
+         *         "retryable": true,
+         *         "slug": "insufficient_supply"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error5001: {
             error: {
                 /** @constant */
@@ -2151,7 +2775,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details5001: Record<string, never>;
-        /** @description 5003 chain_unavailable (HTTP 503): Own chain node not responding. */
+        /**
+         * @description 5003 chain_unavailable (HTTP 503): Own chain node not responding.
+         * @example {
+         *       "error": {
+         *         "code": 5003,
+         *         "field": null,
+         *         "message": "Own chain node not responding.",
+         *         "retryable": true,
+         *         "slug": "chain_unavailable"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error5003: {
             error: {
                 /** @constant */
@@ -2168,7 +2804,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details5003: Record<string, never>;
-        /** @description 5004 provider_unavailable (HTTP 503): All external providers refused or timed out and own stock is short; nothing charged. */
+        /**
+         * @description 5004 provider_unavailable (HTTP 503): All external providers refused or timed out and own stock is short; nothing charged.
+         * @example {
+         *       "error": {
+         *         "code": 5004,
+         *         "field": null,
+         *         "message": "All external providers refused or timed out and own stock is short; nothing charged.",
+         *         "retryable": true,
+         *         "slug": "provider_unavailable"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error5004: {
             error: {
                 /** @constant */
@@ -2185,7 +2833,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details5004: Record<string, never>;
-        /** @description 5005 receiver_capacity_exceeded (HTTP 422): Receiver cannot take more delegations. */
+        /**
+         * @description 5005 receiver_capacity_exceeded (HTTP 422): Receiver cannot take more delegations.
+         * @example {
+         *       "error": {
+         *         "code": 5005,
+         *         "field": null,
+         *         "message": "Receiver cannot take more delegations.",
+         *         "retryable": false,
+         *         "slug": "receiver_capacity_exceeded"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error5005: {
             error: {
                 /** @constant */
@@ -2205,7 +2865,19 @@ export interface components {
             /** Format: int64 */
             max_additional?: number;
         };
-        /** @description 5006 supply_paused (HTTP 503): Sales of the resource or tier paused. */
+        /**
+         * @description 5006 supply_paused (HTTP 503): Sales of the resource or tier paused.
+         * @example {
+         *       "error": {
+         *         "code": 5006,
+         *         "field": null,
+         *         "message": "Sales of the resource or tier paused.",
+         *         "retryable": true,
+         *         "slug": "supply_paused"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error5006: {
             error: {
                 /** @constant */
@@ -2222,7 +2894,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details5006: Record<string, never>;
-        /** @description 5007 capacity_unavailable (HTTP 503): Own capacity short and spill to providers not allowed; money returned. */
+        /**
+         * @description 5007 capacity_unavailable (HTTP 503): Own capacity short and spill to providers not allowed; money returned.
+         * @example {
+         *       "error": {
+         *         "code": 5007,
+         *         "field": null,
+         *         "message": "Own capacity short and spill to providers not allowed; money returned.",
+         *         "retryable": true,
+         *         "slug": "capacity_unavailable"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error5007: {
             error: {
                 /** @constant */
@@ -2239,7 +2923,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details5007: Record<string, never>;
-        /** @description 5050 delivery_backlogged (HTTP 503): Delivery is behind acceptance; nothing stored or charged, retry after Retry-After. */
+        /**
+         * @description 5050 delivery_backlogged (HTTP 503): Delivery is behind acceptance; nothing stored or charged, retry after Retry-After.
+         * @example {
+         *       "error": {
+         *         "code": 5050,
+         *         "field": null,
+         *         "message": "Delivery is behind acceptance; nothing stored or charged, retry after Retry-After.",
+         *         "retryable": true,
+         *         "slug": "delivery_backlogged"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error5050: {
             error: {
                 /** @constant */
@@ -2256,7 +2952,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details5050: Record<string, never>;
-        /** @description 9000 internal_error (HTTP 500): Uncaught failure; the outcome is unknown. */
+        /**
+         * @description 9000 internal_error (HTTP 500): Uncaught failure; the outcome is unknown.
+         * @example {
+         *       "error": {
+         *         "code": 9000,
+         *         "field": null,
+         *         "message": "Uncaught failure; the outcome is unknown.",
+         *         "retryable": true,
+         *         "slug": "internal_error"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error9000: {
             error: {
                 /** @constant */
@@ -2273,7 +2981,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details9000: Record<string, never>;
-        /** @description 9001 timeout (HTTP 504): Gateway timeout, outcome unknown. */
+        /**
+         * @description 9001 timeout (HTTP 504): Gateway timeout, outcome unknown.
+         * @example {
+         *       "error": {
+         *         "code": 9001,
+         *         "field": null,
+         *         "message": "Gateway timeout, outcome unknown.",
+         *         "retryable": true,
+         *         "slug": "timeout"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error9001: {
             error: {
                 /** @constant */
@@ -2290,7 +3010,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details9001: Record<string, never>;
-        /** @description 9002 not_implemented (HTTP 501): Operation defined but not implemented on this deployment. */
+        /**
+         * @description 9002 not_implemented (HTTP 501): Operation defined but not implemented on this deployment.
+         * @example {
+         *       "error": {
+         *         "code": 9002,
+         *         "field": null,
+         *         "message": "Operation defined but not implemented on this deployment.",
+         *         "retryable": false,
+         *         "slug": "not_implemented"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error9002: {
             error: {
                 /** @constant */
@@ -2307,7 +3039,19 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details9002: Record<string, never>;
-        /** @description 9003 dependency_unavailable (HTTP 503): A dependency is down; nothing was stored. Retry after Retry-After. */
+        /**
+         * @description 9003 dependency_unavailable (HTTP 503): A dependency is down; nothing was stored. Retry after Retry-After.
+         * @example {
+         *       "error": {
+         *         "code": 9003,
+         *         "field": null,
+         *         "message": "A dependency is down; nothing was stored. Retry after Retry-After.",
+         *         "retryable": true,
+         *         "slug": "dependency_unavailable"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
         Error9003: {
             error: {
                 /** @constant */
@@ -10709,65 +11453,135 @@ export interface components {
         };
     };
     parameters: {
+        /** @example ord_0123456789abcdef01234567 */
         path_id: string;
+        /** @example q_0123456789abcdef01234567 */
         path_quoteId: string;
+        /** @example sub_0123456789abcdef01234567 */
         path_subscriptionId: string;
+        /** @example TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf */
         path_address: components["schemas"]["Address"];
-        /** @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it. */
+        /**
+         * @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it.
+         * @example evt_0123456789abcdef01234567
+         */
         DeliveryEventId: string;
-        /** @description The event type; mirrors `event` of the body. */
+        /**
+         * @description The event type; mirrors `event` of the body.
+         * @example order.confirmed
+         */
         DeliveryEventType: components["schemas"]["EventType"];
-        /** @description The payload version, `event_version` of the body (1). */
+        /**
+         * @description The payload version, `event_version` of the body (1).
+         * @example 1
+         */
         DeliveryEventVersion: number;
-        /** @description The id of this attempt (`dlv_` + 24 hex); differs between retries. */
+        /**
+         * @description The id of this attempt (`dlv_` + 24 hex); differs between retries.
+         * @example dlv_0123456789abcdef01234567
+         */
         DeliveryId: string;
-        /** @description The attempt number from 1; restarts at 1 on the backup. */
+        /**
+         * @description The attempt number from 1; restarts at 1 on the backup.
+         * @example 1
+         */
         DeliveryAttempt: number;
         /**
          * @description Unix seconds at send time, as decimal digits. Refuse a delivery whose timestamp is more
          *     than 300 seconds from your clock, early or late (WebhookSignature).
+         * @example 1773134130
          */
         DeliveryTimestamp: string;
-        /** @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature. */
+        /**
+         * @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature.
+         * @example iAPvyawCXNoS+XIIpWi215QbMgddsPL7H6DkIujxhD8=
+         */
         DeliverySignature: string;
-        /** @description `<brand>-webhook/1`. */
+        /**
+         * @description `<brand>-webhook/1`.
+         * @example tronrent-webhook/1
+         */
         DeliveryUserAgent: string;
         /**
          * @description Makes a retry safe: the first answer is stored and replayed for the same key and
          *     body (3010 for another body, 3015 while the first is still running).
+         * @example order-2026-03-10-0001
          */
         IdempotencyKey: string;
+        /** @example TRX */
         currency: "TRX" | "USDT";
+        /** @example energy */
         resource: components["schemas"]["Resource"];
+        /** @example tronrent */
         slug: string;
-        /** @description Hours of history, 1 to 720 (30 days); default 24. */
+        /**
+         * @description Hours of history, 1 to 720 (30 days); default 24.
+         * @example 24
+         */
         hours: number;
-        /** @description energy (default) or bandwidth. */
+        /**
+         * @description energy (default) or bandwidth.
+         * @example energy
+         */
         bookResource: "energy" | "bandwidth";
-        /** @description Default 1h. */
+        /**
+         * @description Default 1h.
+         * @example 5m
+         */
         bookTier: components["schemas"]["Tier"];
-        /** @description Walk the book for this amount (the response's walk). */
+        /**
+         * @description Walk the book for this amount (the response's walk).
+         * @example 65000
+         */
         bookAmount: number;
+        /** @example energy */
         estimateResource: components["schemas"]["Resource"];
-        /** @description Required for energy and bandwidth; ignored for activation. */
+        /**
+         * @description Required for energy and bandwidth; ignored for activation.
+         * @example 65000
+         */
         estimateAmount: number;
-        /** @description Required for energy and bandwidth; ignored for activation. */
+        /**
+         * @description Required for energy and bandwidth; ignored for activation.
+         * @example 5m
+         */
         estimateTier: components["schemas"]["Tier"];
-        /** @description Adds the activation fee when the receiver is not activated. */
+        /**
+         * @description Adds the activation fee when the receiver is not activated.
+         * @example TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf
+         */
         receiver: components["schemas"]["Address"];
+        /** @example TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf */
         receiverFilter: components["schemas"]["Address"];
-        /** @description One status or several separated by commas. */
+        /**
+         * @description One status or several separated by commas.
+         * @example active
+         */
         subscriptionStatus: string;
-        /** @description One status or several separated by commas. */
+        /**
+         * @description One status or several separated by commas.
+         * @example active,expired
+         */
         orderStatus: string;
+        /** @example 2026-03-10T09:15:30.500Z */
         createdAfter: components["schemas"]["Timestamp"];
+        /** @example 2026-03-10T09:15:30.500Z */
         createdBefore: components["schemas"]["Timestamp"];
+        /** @example energy */
         resourceFilter: components["schemas"]["Resource"];
+        /** @example my-order-42 */
         clientOrderId: string;
+        /** @example bat_0123456789abcdef01234567 */
         batchId: string;
-        /** @description Page size, 1 to 200; default 50. */
+        /**
+         * @description Page size, 1 to 200; default 50.
+         * @example 50
+         */
         limit: number;
-        /** @description next_cursor of the previous page, unchanged. */
+        /**
+         * @description next_cursor of the previous page, unchanged.
+         * @example c_0123456789abcdef
+         */
         cursor: string;
     };
     requestBodies: never;
@@ -10802,6 +11616,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ChallengeRequest"];
             };
         };
@@ -10816,6 +11635,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "nonce": "n_0123456789abcdef0123456789abcdef",
+                     *       "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "purpose": "signup",
+                     *       "message": "tronrent wants you to sign in with your TRON account:\nTXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf\n\nNonce: n_0123456789abcdef0123456789abcdef",
+                     *       "issued_at": "2026-03-10T09:15:30.500Z",
+                     *       "expires_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Challenge"];
                 };
             };
@@ -10836,6 +11665,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                 *       "nonce": "n_0123456789abcdef0123456789abcdef",
+                 *       "signature": "0xababababababababababababababababababababababababababababababababababababababababababababababababababababababababababababababababab"
+                 *     }
+                 */
                 "application/json": components["schemas"]["SignedChallenge"];
             };
         };
@@ -10850,6 +11686,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "bootstrap_token": "abt_0123456789abcdef0123456789abcdef",
+                     *       "expires_at": "2026-03-10T09:15:30.500Z",
+                     *       "account_id": "acc_0123456789abcdef01234567",
+                     *       "account_status": "unfunded"
+                     *     }
+                     */
                     "application/json": components["schemas"]["BootstrapToken"];
                 };
             };
@@ -10871,6 +11715,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "label": "Payouts"
+                 *     }
+                 */
                 "application/json": components["schemas"]["AccountCreateRequest"];
             };
         };
@@ -10885,6 +11734,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "account_id": "acc_0123456789abcdef01234567",
+                     *       "brand": "tronrent",
+                     *       "network": "mainnet",
+                     *       "status": "unfunded",
+                     *       "owner_address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "email": "ops@example.com",
+                     *       "label": "Payouts",
+                     *       "deposit_addresses": [
+                     *         {
+                     *           "currency": "TRX",
+                     *           "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *           "memo": null,
+                     *           "confirmations_required": 19,
+                     *           "contract": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t",
+                     *           "rate_now": {
+                     *             "trx_per_usdt": "3.4512",
+                     *             "source": "fixed_env",
+                     *             "at": "2026-03-10T09:15:30.500Z"
+                     *           },
+                     *           "spread_bps": 5,
+                     *           "min": "5",
+                     *           "max": "2000"
+                     *         }
+                     *       ],
+                     *       "next": {
+                     *         "action": "create_api_key",
+                     *         "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *         "reason": "issue a key"
+                     *       },
+                     *       "created_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["AccountCreated"];
                 };
             };
@@ -10898,6 +11781,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "account_id": "acc_0123456789abcdef01234567",
+                     *       "brand": "tronrent",
+                     *       "network": "mainnet",
+                     *       "status": "unfunded",
+                     *       "owner_address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "email": "ops@example.com",
+                     *       "label": "Payouts",
+                     *       "deposit_addresses": [
+                     *         {
+                     *           "currency": "TRX",
+                     *           "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *           "memo": null,
+                     *           "confirmations_required": 19,
+                     *           "contract": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t",
+                     *           "rate_now": {
+                     *             "trx_per_usdt": "3.4512",
+                     *             "source": "fixed_env",
+                     *             "at": "2026-03-10T09:15:30.500Z"
+                     *           },
+                     *           "spread_bps": 5,
+                     *           "min": "5",
+                     *           "max": "2000"
+                     *         }
+                     *       ],
+                     *       "next": {
+                     *         "action": "create_api_key",
+                     *         "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *         "reason": "issue a key"
+                     *       },
+                     *       "created_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["AccountCreated"];
                 };
             };
@@ -10914,6 +11831,7 @@ export interface operations {
     getSignupDepositAddress: {
         parameters: {
             query?: {
+                /** @example TRX */
                 currency?: components["parameters"]["currency"];
             };
             header?: never;
@@ -10932,6 +11850,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "account_id": "acc_0123456789abcdef01234567",
+                     *       "status": "unfunded",
+                     *       "data": [
+                     *         {
+                     *           "currency": "TRX",
+                     *           "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *           "memo": null,
+                     *           "confirmations_required": 19,
+                     *           "contract": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t",
+                     *           "rate_now": {
+                     *             "trx_per_usdt": "3.4512",
+                     *             "source": "fixed_env",
+                     *             "at": "2026-03-10T09:15:30.500Z"
+                     *           },
+                     *           "spread_bps": 5,
+                     *           "min": "5",
+                     *           "max": "2000"
+                     *         }
+                     *       ],
+                     *       "min_deposit_sun": 1000000
+                     *     }
+                     */
                     "application/json": components["schemas"]["SignupDeposit"];
                 };
             };
@@ -10963,6 +11905,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "acc_0123456789abcdef01234567",
+                     *       "brand": "tronrent",
+                     *       "network": "mainnet",
+                     *       "label": "Payouts",
+                     *       "status": "unfunded",
+                     *       "balance_sun": 95710000,
+                     *       "balance_usdt": 0,
+                     *       "reserved_sun": 0,
+                     *       "deposit_addresses": [
+                     *         {
+                     *           "currency": "TRX",
+                     *           "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf"
+                     *         }
+                     *       ],
+                     *       "limits": {
+                     *         "max_order_energy": 5000000,
+                     *         "max_batch_receivers": 100,
+                     *         "orders_per_second": 30
+                     *       },
+                     *       "totals": {
+                     *         "deposited_sun": 0,
+                     *         "spent_sun": 0,
+                     *         "refunded_sun": 0,
+                     *         "orders_created": 0,
+                     *         "energy_delegated": 0
+                     *       },
+                     *       "created_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Account"];
                 };
             };
@@ -10985,6 +11958,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "label": "Payouts"
+                 *     }
+                 */
                 "application/json": components["schemas"]["AccountPatch"];
             };
         };
@@ -10999,6 +11977,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "acc_0123456789abcdef01234567",
+                     *       "brand": "tronrent",
+                     *       "network": "mainnet",
+                     *       "label": "Payouts",
+                     *       "status": "unfunded",
+                     *       "balance_sun": 95710000,
+                     *       "balance_usdt": 0,
+                     *       "reserved_sun": 0,
+                     *       "deposit_addresses": [
+                     *         {
+                     *           "currency": "TRX",
+                     *           "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf"
+                     *         }
+                     *       ],
+                     *       "limits": {
+                     *         "max_order_energy": 5000000,
+                     *         "max_batch_receivers": 100,
+                     *         "orders_per_second": 30
+                     *       },
+                     *       "totals": {
+                     *         "deposited_sun": 0,
+                     *         "spent_sun": 0,
+                     *         "refunded_sun": 0,
+                     *         "orders_created": 0,
+                     *         "energy_delegated": 0
+                     *       },
+                     *       "created_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Account"];
                 };
             };
@@ -11032,6 +12041,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "balance_sun": 95710000,
+                     *       "balance_usdt": 0,
+                     *       "reserved_sun": 0,
+                     *       "available_sun": 95710000,
+                     *       "as_of": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Balance"];
                 };
             };
@@ -11064,6 +12082,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "currency": "TRX",
+                     *           "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *           "memo": null,
+                     *           "confirmations_required": 19,
+                     *           "contract": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t",
+                     *           "rate_now": {
+                     *             "trx_per_usdt": "3.4512",
+                     *             "source": "fixed_env",
+                     *             "at": "2026-03-10T09:15:30.500Z"
+                     *           },
+                     *           "spread_bps": 5,
+                     *           "min": "5",
+                     *           "max": "2000"
+                     *         }
+                     *       ],
+                     *       "retired": [
+                     *         {
+                     *           "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *           "retired_at": "2026-03-10T09:15:30.500Z",
+                     *           "credited_until": "2026-03-10T09:15:30.500Z"
+                     *         }
+                     *       ],
+                     *       "rotation": {
+                     *         "min_interval_days": 0,
+                     *         "max_per_window": 0,
+                     *         "window_days": 0,
+                     *         "retired_credit_days": 0
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["DepositAddresses"];
                 };
             };
@@ -11096,6 +12148,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "account_id": "acc_0123456789abcdef01234567",
+                     *       "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "role": "viewer",
+                     *       "csrf_token": "0123456789abcdef0123456789abcdef",
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "expires_at": "2026-03-10T09:15:30.500Z",
+                     *       "absolute_expires_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Session"];
                 };
             };
@@ -11118,6 +12181,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                 *       "nonce": "n_0123456789abcdef0123456789abcdef",
+                 *       "signature": "0xababababababababababababababababababababababababababababababababababababababababababababababababababababababababababababababababab"
+                 *     }
+                 */
                 "application/json": components["schemas"]["SignedChallenge"];
             };
         };
@@ -11133,6 +12203,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "account_id": "acc_0123456789abcdef01234567",
+                     *       "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "role": "viewer",
+                     *       "csrf_token": "0123456789abcdef0123456789abcdef",
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "expires_at": "2026-03-10T09:15:30.500Z",
+                     *       "absolute_expires_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Session"];
                 };
             };
@@ -11184,6 +12265,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "account_id": "acc_0123456789abcdef01234567",
+                     *       "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "role": "viewer",
+                     *       "csrf_token": "0123456789abcdef0123456789abcdef",
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "expires_at": "2026-03-10T09:15:30.500Z",
+                     *       "absolute_expires_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Session"];
                 };
             };
@@ -11236,6 +12328,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "signed_in_at": "2026-03-10T09:15:30.500Z",
+                     *           "ip": "203.0.113.7",
+                     *           "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["SignInList"];
                 };
             };
@@ -11252,6 +12355,7 @@ export interface operations {
     getPrices: {
         parameters: {
             query?: {
+                /** @example energy */
                 resource?: components["parameters"]["resource"];
             };
             header?: never;
@@ -11270,6 +12374,52 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "network": "mainnet",
+                     *       "as_of": "2026-03-10T09:15:30.500Z",
+                     *       "valid_until": "2026-03-10T09:15:30.500Z",
+                     *       "period": {
+                     *         "id": "example",
+                     *         "label": "Payouts",
+                     *         "start": "00:00",
+                     *         "end": "06:00"
+                     *       },
+                     *       "schedule": [
+                     *         {
+                     *           "id": "example",
+                     *           "label": "Payouts",
+                     *           "start_utc_minute": 0,
+                     *           "end_utc_minute": 360,
+                     *           "factor_bps": 10000,
+                     *           "price_sun_per_unit": 65.5
+                     *         }
+                     *       ],
+                     *       "available_energy": 120000000,
+                     *       "delivered_today": 3400000,
+                     *       "payment_addresses": {},
+                     *       "available_bandwidth": 5000000,
+                     *       "items": [
+                     *         {
+                     *           "resource": "energy",
+                     *           "tier": "5m",
+                     *           "price_sun_per_unit": 66,
+                     *           "min_amount": 32000,
+                     *           "max_amount": 5000000,
+                     *           "volume_tiers": [
+                     *             {
+                     *               "min_amount": 32000,
+                     *               "price_sun_per_unit": 66
+                     *             }
+                     *           ],
+                     *           "available": true
+                     *         }
+                     *       ],
+                     *       "activation": {
+                     *         "price_sun": 1100000
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["PriceTable"];
                 };
             };
@@ -11302,6 +12452,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "as_of": "2026-03-10T09:15:30.500Z",
+                     *       "burn_sun": 66,
+                     *       "providers": [
+                     *         {
+                     *           "slug": "tronrent",
+                     *           "name": "Tronrent",
+                     *           "rank": 1,
+                     *           "price_sun_1h": 66,
+                     *           "price_sun_1d": 66,
+                     *           "savings_pct": 0.34,
+                     *           "available_energy": 120000000,
+                     *           "total_energy": 0,
+                     *           "kinds": [
+                     *             "api"
+                     *           ],
+                     *           "links": {
+                     *             "site": "example",
+                     *             "telegram": "example",
+                     *             "twitter": "example",
+                     *             "github": "example",
+                     *             "docs": "example",
+                     *             "referral": "example",
+                     *             "logo": "example"
+                     *           },
+                     *           "ts": "2026-03-10T09:15:30.500Z",
+                     *           "stale": false
+                     *         }
+                     *       ],
+                     *       "summary": {
+                     *         "avg_price_sun_1h": 66,
+                     *         "active_providers": 0
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["MarketBoard"];
                 };
             };
@@ -11317,8 +12503,12 @@ export interface operations {
     getMarketHistory: {
         parameters: {
             query: {
+                /** @example tronrent */
                 slug: components["parameters"]["slug"];
-                /** @description Hours of history, 1 to 720 (30 days); default 24. */
+                /**
+                 * @description Hours of history, 1 to 720 (30 days); default 24.
+                 * @example 24
+                 */
                 hours?: components["parameters"]["hours"];
             };
             header?: never;
@@ -11337,6 +12527,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "slug": "tronrent",
+                     *       "hours": 24,
+                     *       "points": [
+                     *         {
+                     *           "ts": "2026-03-10T09:15:30.500Z",
+                     *           "price_sun_1h": 66,
+                     *           "price_sun_1d": 66,
+                     *           "available_energy": 120000000
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["MarketHistory"];
                 };
             };
@@ -11352,11 +12556,20 @@ export interface operations {
     getOrderBook: {
         parameters: {
             query?: {
-                /** @description energy (default) or bandwidth. */
+                /**
+                 * @description energy (default) or bandwidth.
+                 * @example energy
+                 */
                 resource?: components["parameters"]["bookResource"];
-                /** @description Default 1h. */
+                /**
+                 * @description Default 1h.
+                 * @example 5m
+                 */
                 tier?: components["parameters"]["bookTier"];
-                /** @description Walk the book for this amount (the response's walk). */
+                /**
+                 * @description Walk the book for this amount (the response's walk).
+                 * @example 65000
+                 */
                 amount?: components["parameters"]["bookAmount"];
             };
             header?: never;
@@ -11375,6 +12588,38 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "resource": "energy",
+                     *       "tier": "5m",
+                     *       "as_of": "2026-03-10T09:15:30.500Z",
+                     *       "valid_until": "2026-03-10T09:15:30.500Z",
+                     *       "floor_sun": 65.5,
+                     *       "depth": 120000000,
+                     *       "levels": [
+                     *         {
+                     *           "price_sun": 65.5,
+                     *           "amount": 65000,
+                     *           "class": "instant"
+                     *         }
+                     *       ],
+                     *       "walk": {
+                     *         "amount": 65000,
+                     *         "fills": [
+                     *           {
+                     *             "price_sun": 65.5,
+                     *             "amount": 65000,
+                     *             "class": "instant"
+                     *           }
+                     *         ],
+                     *         "unit_price_sun": 65.5,
+                     *         "total_sun": 4290000,
+                     *         "complete": true,
+                     *         "outstanding": 0
+                     *       },
+                     *       "cheaper_from": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderBook"];
                 };
             };
@@ -11391,12 +12636,22 @@ export interface operations {
     getEstimate: {
         parameters: {
             query: {
+                /** @example energy */
                 resource: components["parameters"]["estimateResource"];
-                /** @description Required for energy and bandwidth; ignored for activation. */
+                /**
+                 * @description Required for energy and bandwidth; ignored for activation.
+                 * @example 65000
+                 */
                 amount?: components["parameters"]["estimateAmount"];
-                /** @description Required for energy and bandwidth; ignored for activation. */
+                /**
+                 * @description Required for energy and bandwidth; ignored for activation.
+                 * @example 5m
+                 */
                 tier?: components["parameters"]["estimateTier"];
-                /** @description Adds the activation fee when the receiver is not activated. */
+                /**
+                 * @description Adds the activation fee when the receiver is not activated.
+                 * @example TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf
+                 */
                 receiver?: components["parameters"]["receiver"];
             };
             header?: never;
@@ -11415,6 +12670,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "resource": "energy",
+                     *       "amount": 65000,
+                     *       "tier": "5m",
+                     *       "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "price_sun_per_unit": 66,
+                     *       "energy_amount_sun": 4290000,
+                     *       "activate_amount_sun": 0,
+                     *       "total_amount_sun": 4290000,
+                     *       "receiver_activated": false,
+                     *       "as_of": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Estimate"];
                 };
             };
@@ -11438,6 +12707,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "from_address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                 *       "to_address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                 *       "amount": "1000000",
+                 *       "tier": "5m"
+                 *     }
+                 */
                 "application/json": components["schemas"]["TransferEstimateRequest"];
             };
         };
@@ -11452,6 +12729,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "from_address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "to_address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "contract_address": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t",
+                     *       "recipient_holds_token": false,
+                     *       "energy_required": 64285,
+                     *       "recommended_amount": 65000,
+                     *       "bandwidth_required": 345,
+                     *       "tier": "5m",
+                     *       "price_sun_per_unit": 66,
+                     *       "energy_amount_sun": 4290000,
+                     *       "activate_amount_sun": 0,
+                     *       "total_amount_sun": 4290000,
+                     *       "burn_alternative_sun": 6428500,
+                     *       "as_of": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["TransferEstimate"];
                 };
             };
@@ -11474,6 +12769,7 @@ export interface operations {
                 /**
                  * @description Makes a retry safe: the first answer is stored and replayed for the same key and
                  *     body (3010 for another body, 3015 while the first is still running).
+                 * @example order-2026-03-10-0001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -11482,6 +12778,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "resource": "energy",
+                 *       "tier": "5m",
+                 *       "amount": 65000
+                 *     }
+                 */
                 "application/json": components["schemas"]["QuoteRequest"];
             };
         };
@@ -11496,6 +12799,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "q_0123456789abcdef01234567",
+                     *       "resource": "energy",
+                     *       "amount": 65000,
+                     *       "tier": "5m",
+                     *       "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "price_sun_per_unit": 66,
+                     *       "unit_price_sun": 65.5,
+                     *       "fills": [
+                     *         {
+                     *           "price_sun": 65.5,
+                     *           "amount": 65000,
+                     *           "class": "instant"
+                     *         }
+                     *       ],
+                     *       "energy_amount_sun": 4290000,
+                     *       "activate_amount_sun": 0,
+                     *       "total_amount_sun": 4290000,
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "expires_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Quote"];
                 };
             };
@@ -11509,6 +12835,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "q_0123456789abcdef01234567",
+                     *       "resource": "energy",
+                     *       "amount": 65000,
+                     *       "tier": "5m",
+                     *       "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "price_sun_per_unit": 66,
+                     *       "unit_price_sun": 65.5,
+                     *       "fills": [
+                     *         {
+                     *           "price_sun": 65.5,
+                     *           "amount": 65000,
+                     *           "class": "instant"
+                     *         }
+                     *       ],
+                     *       "energy_amount_sun": 4290000,
+                     *       "activate_amount_sun": 0,
+                     *       "total_amount_sun": 4290000,
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "expires_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Quote"];
                 };
             };
@@ -11530,6 +12879,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example q_0123456789abcdef01234567 */
                 quoteId: components["parameters"]["path_quoteId"];
             };
             cookie?: never;
@@ -11546,6 +12896,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "q_0123456789abcdef01234567",
+                     *       "resource": "energy",
+                     *       "amount": 65000,
+                     *       "tier": "5m",
+                     *       "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "price_sun_per_unit": 66,
+                     *       "unit_price_sun": 65.5,
+                     *       "fills": [
+                     *         {
+                     *           "price_sun": 65.5,
+                     *           "amount": 65000,
+                     *           "class": "instant"
+                     *         }
+                     *       ],
+                     *       "energy_amount_sun": 4290000,
+                     *       "activate_amount_sun": 0,
+                     *       "total_amount_sun": 4290000,
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "expires_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Quote"];
                 };
             };
@@ -11565,6 +12938,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf */
                 address: components["parameters"]["path_address"];
             };
             cookie?: never;
@@ -11581,6 +12955,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "activated": true,
+                     *       "balance_sun": 95710000,
+                     *       "holds_usdt": false,
+                     *       "energy": {
+                     *         "limit": 50,
+                     *         "used": 0,
+                     *         "available": 0,
+                     *         "delegated_in": 0,
+                     *         "free_net_limit": 0
+                     *       },
+                     *       "bandwidth": {
+                     *         "limit": 50,
+                     *         "used": 0,
+                     *         "available": 0,
+                     *         "delegated_in": 0,
+                     *         "free_net_limit": 0
+                     *       },
+                     *       "our_active_orders": [
+                     *         {
+                     *           "order_id": "ord_0123456789abcdef01234567",
+                     *           "amount": 65000,
+                     *           "resource": "energy",
+                     *           "expires_at": "2026-03-10T09:15:30.500Z"
+                     *         }
+                     *       ],
+                     *       "as_of": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["AddressResources"];
                 };
             };
@@ -11613,6 +13018,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "operational",
+                     *       "network": "mainnet",
+                     *       "as_of": "2026-03-10T09:15:30.500Z",
+                     *       "components": {
+                     *         "api": {
+                     *           "status": "operational"
+                     *         },
+                     *         "database": {
+                     *           "status": "operational"
+                     *         },
+                     *         "payments": {
+                     *           "status": "operational",
+                     *           "scanner_updated_s_ago": 0
+                     *         },
+                     *         "delivery": {
+                     *           "status": "operational",
+                     *           "orders_1h": 0,
+                     *           "failed_1h": 0,
+                     *           "median_delivery_s_1h": 0
+                     *         },
+                     *         "supply": {
+                     *           "status": "operational",
+                     *           "available_energy": 120000000
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceStatus"];
                 };
             };
@@ -11656,6 +13090,52 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "available": true,
+                     *       "data": [
+                     *         {
+                     *           "slug": "tronrent",
+                     *           "name": "Tronrent",
+                     *           "reserve": 1300000,
+                     *           "low": 130000,
+                     *           "high": 650000,
+                     *           "fee_sun_per_day": 60000000,
+                     *           "fee_trx_per_day": 66,
+                     *           "throughput_rule": "one refill of 65,000 energy per use",
+                     *           "uses_within_reserve_per_day": 0,
+                     *           "average_price": [
+                     *             {
+                     *               "uses_per_day": 50,
+                     *               "average_sun": 0,
+                     *               "average_trx": 66,
+                     *               "within_reserve": true
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "per_use": {
+                     *         "mode": "grid",
+                     *         "energy_per_use": 65000,
+                     *         "price_sun": 1100000,
+                     *         "price_trx": 66,
+                     *         "day_part": "night"
+                     *       },
+                     *       "limits": {
+                     *         "reserve_min": 0,
+                     *         "reserve_max": 0,
+                     *         "step": 0,
+                     *         "low_min": 0,
+                     *         "gap_min": 0
+                     *       },
+                     *       "fee_rule": {
+                     *         "trx_per_unit": 0,
+                     *         "unit_energy": 0,
+                     *         "rounding": "ceil_whole_trx"
+                     *       },
+                     *       "at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["PlanList"];
                 };
             };
@@ -11671,12 +13151,22 @@ export interface operations {
     listSubscriptions: {
         parameters: {
             query?: {
-                /** @description One status or several separated by commas. */
+                /**
+                 * @description One status or several separated by commas.
+                 * @example active
+                 */
                 status?: components["parameters"]["subscriptionStatus"];
+                /** @example TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf */
                 receiver?: components["parameters"]["receiverFilter"];
-                /** @description Page size, 1 to 200; default 50. */
+                /**
+                 * @description Page size, 1 to 200; default 50.
+                 * @example 50
+                 */
                 limit?: components["parameters"]["limit"];
-                /** @description next_cursor of the previous page, unchanged. */
+                /**
+                 * @description next_cursor of the previous page, unchanged.
+                 * @example c_0123456789abcdef
+                 */
                 cursor?: components["parameters"]["cursor"];
             };
             header?: never;
@@ -11695,6 +13185,52 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "sub_0123456789abcdef01234567",
+                     *           "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *           "resource": "energy",
+                     *           "mode": "refill",
+                     *           "tier": "5m",
+                     *           "threshold_amount": 65000,
+                     *           "refill_amount": 65000,
+                     *           "max_price_sun": 5000000,
+                     *           "max_refills_per_day": 10,
+                     *           "daily_fee_sun": 60000000,
+                     *           "status": "active",
+                     *           "status_reason": "user",
+                     *           "label": "Payouts",
+                     *           "last_refill_at": "2026-03-10T09:15:30.500Z",
+                     *           "last_order_id": "ord_0123456789abcdef01234567",
+                     *           "refills_today": 1,
+                     *           "created_at": "2026-03-10T09:15:30.500Z",
+                     *           "updated_at": "2026-03-10T09:15:30.500Z",
+                     *           "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *           "preset": "basic",
+                     *           "reserve": 1300000,
+                     *           "low": 130000,
+                     *           "high": 650000,
+                     *           "fee_trx_per_day": 66,
+                     *           "delegated_energy": 0,
+                     *           "next_billing_at": "2026-03-10T09:15:30.500Z",
+                     *           "grace_until": "2026-03-10T09:15:30.500Z",
+                     *           "events": [
+                     *             {
+                     *               "id": "sub_0123456789abcdef01234567",
+                     *               "kind": "refill",
+                     *               "energy_delta": -9223372036854776000,
+                     *               "amount_sun": 0,
+                     *               "txid": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                     *               "ts": "2026-03-10T09:15:30.500Z"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "next_cursor": "c_0123456789abcdef"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SubscriptionList"];
                 };
             };
@@ -11715,6 +13251,7 @@ export interface operations {
                 /**
                  * @description Makes a retry safe: the first answer is stored and replayed for the same key and
                  *     body (3010 for another body, 3015 while the first is still running).
+                 * @example order-2026-03-10-0001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -11723,6 +13260,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "tier": "5m",
+                 *       "label": "Payouts"
+                 *     }
+                 */
                 "application/json": components["schemas"]["SubscriptionCreate"];
             };
         };
@@ -11737,6 +13280,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "sub_0123456789abcdef01234567",
+                     *       "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "resource": "energy",
+                     *       "mode": "refill",
+                     *       "tier": "5m",
+                     *       "threshold_amount": 65000,
+                     *       "refill_amount": 65000,
+                     *       "max_price_sun": 5000000,
+                     *       "max_refills_per_day": 10,
+                     *       "daily_fee_sun": 60000000,
+                     *       "status": "active",
+                     *       "status_reason": "user",
+                     *       "label": "Payouts",
+                     *       "last_refill_at": "2026-03-10T09:15:30.500Z",
+                     *       "last_order_id": "ord_0123456789abcdef01234567",
+                     *       "refills_today": 1,
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "updated_at": "2026-03-10T09:15:30.500Z",
+                     *       "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "preset": "basic",
+                     *       "reserve": 1300000,
+                     *       "low": 130000,
+                     *       "high": 650000,
+                     *       "fee_trx_per_day": 66,
+                     *       "delegated_energy": 0,
+                     *       "next_billing_at": "2026-03-10T09:15:30.500Z",
+                     *       "grace_until": "2026-03-10T09:15:30.500Z",
+                     *       "events": [
+                     *         {
+                     *           "id": "sub_0123456789abcdef01234567",
+                     *           "kind": "refill",
+                     *           "energy_delta": -9223372036854776000,
+                     *           "amount_sun": 0,
+                     *           "txid": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                     *           "ts": "2026-03-10T09:15:30.500Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Subscription"];
                 };
             };
@@ -11750,6 +13334,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "sub_0123456789abcdef01234567",
+                     *       "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "resource": "energy",
+                     *       "mode": "refill",
+                     *       "tier": "5m",
+                     *       "threshold_amount": 65000,
+                     *       "refill_amount": 65000,
+                     *       "max_price_sun": 5000000,
+                     *       "max_refills_per_day": 10,
+                     *       "daily_fee_sun": 60000000,
+                     *       "status": "active",
+                     *       "status_reason": "user",
+                     *       "label": "Payouts",
+                     *       "last_refill_at": "2026-03-10T09:15:30.500Z",
+                     *       "last_order_id": "ord_0123456789abcdef01234567",
+                     *       "refills_today": 1,
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "updated_at": "2026-03-10T09:15:30.500Z",
+                     *       "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "preset": "basic",
+                     *       "reserve": 1300000,
+                     *       "low": 130000,
+                     *       "high": 650000,
+                     *       "fee_trx_per_day": 66,
+                     *       "delegated_energy": 0,
+                     *       "next_billing_at": "2026-03-10T09:15:30.500Z",
+                     *       "grace_until": "2026-03-10T09:15:30.500Z",
+                     *       "events": [
+                     *         {
+                     *           "id": "sub_0123456789abcdef01234567",
+                     *           "kind": "refill",
+                     *           "energy_delta": -9223372036854776000,
+                     *           "amount_sun": 0,
+                     *           "txid": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                     *           "ts": "2026-03-10T09:15:30.500Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Subscription"];
                 };
             };
@@ -11771,6 +13396,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example sub_0123456789abcdef01234567 */
                 subscriptionId: components["parameters"]["path_subscriptionId"];
             };
             cookie?: never;
@@ -11787,6 +13413,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "sub_0123456789abcdef01234567",
+                     *       "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "resource": "energy",
+                     *       "mode": "refill",
+                     *       "tier": "5m",
+                     *       "threshold_amount": 65000,
+                     *       "refill_amount": 65000,
+                     *       "max_price_sun": 5000000,
+                     *       "max_refills_per_day": 10,
+                     *       "daily_fee_sun": 60000000,
+                     *       "status": "active",
+                     *       "status_reason": "user",
+                     *       "label": "Payouts",
+                     *       "last_refill_at": "2026-03-10T09:15:30.500Z",
+                     *       "last_order_id": "ord_0123456789abcdef01234567",
+                     *       "refills_today": 1,
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "updated_at": "2026-03-10T09:15:30.500Z",
+                     *       "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "preset": "basic",
+                     *       "reserve": 1300000,
+                     *       "low": 130000,
+                     *       "high": 650000,
+                     *       "fee_trx_per_day": 66,
+                     *       "delegated_energy": 0,
+                     *       "next_billing_at": "2026-03-10T09:15:30.500Z",
+                     *       "grace_until": "2026-03-10T09:15:30.500Z",
+                     *       "events": [
+                     *         {
+                     *           "id": "sub_0123456789abcdef01234567",
+                     *           "kind": "refill",
+                     *           "energy_delta": -9223372036854776000,
+                     *           "amount_sun": 0,
+                     *           "txid": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                     *           "ts": "2026-03-10T09:15:30.500Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Subscription"];
                 };
             };
@@ -11806,6 +13473,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example sub_0123456789abcdef01234567 */
                 subscriptionId: components["parameters"]["path_subscriptionId"];
             };
             cookie?: never;
@@ -11831,16 +13499,24 @@ export interface operations {
                 /**
                  * @description Makes a retry safe: the first answer is stored and replayed for the same key and
                  *     body (3010 for another body, 3015 while the first is still running).
+                 * @example order-2026-03-10-0001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
+                /** @example sub_0123456789abcdef01234567 */
                 subscriptionId: components["parameters"]["path_subscriptionId"];
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "tier": "5m",
+                 *       "label": "Payouts"
+                 *     }
+                 */
                 "application/json": components["schemas"]["SubscriptionPatch"];
             };
         };
@@ -11855,6 +13531,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "sub_0123456789abcdef01234567",
+                     *       "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "resource": "energy",
+                     *       "mode": "refill",
+                     *       "tier": "5m",
+                     *       "threshold_amount": 65000,
+                     *       "refill_amount": 65000,
+                     *       "max_price_sun": 5000000,
+                     *       "max_refills_per_day": 10,
+                     *       "daily_fee_sun": 60000000,
+                     *       "status": "active",
+                     *       "status_reason": "user",
+                     *       "label": "Payouts",
+                     *       "last_refill_at": "2026-03-10T09:15:30.500Z",
+                     *       "last_order_id": "ord_0123456789abcdef01234567",
+                     *       "refills_today": 1,
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "updated_at": "2026-03-10T09:15:30.500Z",
+                     *       "address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "preset": "basic",
+                     *       "reserve": 1300000,
+                     *       "low": 130000,
+                     *       "high": 650000,
+                     *       "fee_trx_per_day": 66,
+                     *       "delegated_energy": 0,
+                     *       "next_billing_at": "2026-03-10T09:15:30.500Z",
+                     *       "grace_until": "2026-03-10T09:15:30.500Z",
+                     *       "events": [
+                     *         {
+                     *           "id": "sub_0123456789abcdef01234567",
+                     *           "kind": "refill",
+                     *           "energy_delta": -9223372036854776000,
+                     *           "amount_sun": 0,
+                     *           "txid": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                     *           "ts": "2026-03-10T09:15:30.500Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Subscription"];
                 };
             };
@@ -11891,6 +13608,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "wh_0123456789abcdef01234567",
+                     *           "url": "https://hooks.example.com/rental",
+                     *           "events": [
+                     *             "order.confirmed"
+                     *           ],
+                     *           "role": "primary",
+                     *           "is_active": true,
+                     *           "secret": "whsec_4mYq0c2Yx8pB3vJ1nW6sR9tK5hL7dF2aZ0eG3uI8oPq",
+                     *           "created_at": "2026-03-10T09:15:30.500Z",
+                     *           "updated_at": "2026-03-10T09:15:30.500Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookList"];
                 };
             };
@@ -11911,6 +13646,7 @@ export interface operations {
                 /**
                  * @description Makes a retry safe: the first answer is stored and replayed for the same key and
                  *     body (3010 for another body, 3015 while the first is still running).
+                 * @example order-2026-03-10-0001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -11919,6 +13655,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/rental",
+                 *       "events": [
+                 *         "order.confirmed"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["WebhookCreate"];
             };
         };
@@ -11933,6 +13677,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "wh_0123456789abcdef01234567",
+                     *       "url": "https://hooks.example.com/rental",
+                     *       "events": [
+                     *         "order.confirmed"
+                     *       ],
+                     *       "role": "primary",
+                     *       "is_active": true,
+                     *       "secret": "whsec_4mYq0c2Yx8pB3vJ1nW6sR9tK5hL7dF2aZ0eG3uI8oPq",
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "updated_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
@@ -11946,6 +13704,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "wh_0123456789abcdef01234567",
+                     *       "url": "https://hooks.example.com/rental",
+                     *       "events": [
+                     *         "order.confirmed"
+                     *       ],
+                     *       "role": "primary",
+                     *       "is_active": true,
+                     *       "secret": "whsec_4mYq0c2Yx8pB3vJ1nW6sR9tK5hL7dF2aZ0eG3uI8oPq",
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "updated_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
@@ -11965,6 +13737,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example ord_0123456789abcdef01234567 */
                 id: components["parameters"]["path_id"];
             };
             cookie?: never;
@@ -11990,16 +13763,25 @@ export interface operations {
                 /**
                  * @description Makes a retry safe: the first answer is stored and replayed for the same key and
                  *     body (3010 for another body, 3015 while the first is still running).
+                 * @example order-2026-03-10-0001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
+                /** @example ord_0123456789abcdef01234567 */
                 id: components["parameters"]["path_id"];
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "events": [
+                 *         "order.confirmed"
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["WebhookPatch"];
             };
         };
@@ -12014,6 +13796,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "wh_0123456789abcdef01234567",
+                     *       "url": "https://hooks.example.com/rental",
+                     *       "events": [
+                     *         "order.confirmed"
+                     *       ],
+                     *       "role": "primary",
+                     *       "is_active": true,
+                     *       "secret": "whsec_4mYq0c2Yx8pB3vJ1nW6sR9tK5hL7dF2aZ0eG3uI8oPq",
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "updated_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
@@ -12037,16 +13833,19 @@ export interface operations {
                 /**
                  * @description Makes a retry safe: the first answer is stored and replayed for the same key and
                  *     body (3010 for another body, 3015 while the first is still running).
+                 * @example order-2026-03-10-0001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
+                /** @example ord_0123456789abcdef01234567 */
                 id: components["parameters"]["path_id"];
             };
             cookie?: never;
         };
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": components["schemas"]["EmptyObject"];
             };
         };
@@ -12061,6 +13860,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "wh_0123456789abcdef01234567",
+                     *       "url": "https://hooks.example.com/rental",
+                     *       "events": [
+                     *         "order.confirmed"
+                     *       ],
+                     *       "role": "primary",
+                     *       "is_active": true,
+                     *       "secret": "whsec_4mYq0c2Yx8pB3vJ1nW6sR9tK5hL7dF2aZ0eG3uI8oPq",
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "updated_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
@@ -12081,12 +13894,14 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example ord_0123456789abcdef01234567 */
                 id: components["parameters"]["path_id"];
             };
             cookie?: never;
         };
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": components["schemas"]["WebhookTest"];
             };
         };
@@ -12101,6 +13916,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "delivered": true,
+                     *       "status_code": 200,
+                     *       "latency_ms": 84,
+                     *       "response_body": "ok",
+                     *       "error": null,
+                     *       "event_id": "evt_0123456789abcdef01234567",
+                     *       "delivery_id": "dlv_0123456789abcdef01234567"
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookTestResult"];
                 };
             };
@@ -12118,13 +13944,20 @@ export interface operations {
     listWebhookDeliveries: {
         parameters: {
             query?: {
-                /** @description Page size, 1 to 200; default 50. */
+                /**
+                 * @description Page size, 1 to 200; default 50.
+                 * @example 50
+                 */
                 limit?: components["parameters"]["limit"];
-                /** @description next_cursor of the previous page, unchanged. */
+                /**
+                 * @description next_cursor of the previous page, unchanged.
+                 * @example c_0123456789abcdef
+                 */
                 cursor?: components["parameters"]["cursor"];
             };
             header?: never;
             path: {
+                /** @example ord_0123456789abcdef01234567 */
                 id: components["parameters"]["path_id"];
             };
             cookie?: never;
@@ -12141,6 +13974,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "dlv_0123456789abcdef01234567",
+                     *           "event_id": "evt_0123456789abcdef01234567",
+                     *           "event": "order.confirmed",
+                     *           "role": "primary",
+                     *           "attempt": 1,
+                     *           "status": "succeeded",
+                     *           "status_code": 200,
+                     *           "error": null,
+                     *           "latency_ms": 84,
+                     *           "next": "done",
+                     *           "next_attempt_at": "2026-03-10T09:15:30.500Z",
+                     *           "attempted_at": "2026-03-10T09:15:30.500Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": "c_0123456789abcdef"
+                     *     }
+                     */
                     "application/json": components["schemas"]["DeliveryList"];
                 };
             };
@@ -12158,17 +14012,32 @@ export interface operations {
     listOrders: {
         parameters: {
             query?: {
-                /** @description Page size, 1 to 200; default 50. */
+                /**
+                 * @description Page size, 1 to 200; default 50.
+                 * @example 50
+                 */
                 limit?: components["parameters"]["limit"];
-                /** @description next_cursor of the previous page, unchanged. */
+                /**
+                 * @description next_cursor of the previous page, unchanged.
+                 * @example c_0123456789abcdef
+                 */
                 cursor?: components["parameters"]["cursor"];
-                /** @description One status or several separated by commas. */
+                /**
+                 * @description One status or several separated by commas.
+                 * @example active,expired
+                 */
                 status?: components["parameters"]["orderStatus"];
+                /** @example 2026-03-10T09:15:30.500Z */
                 created_after?: components["parameters"]["createdAfter"];
+                /** @example 2026-03-10T09:15:30.500Z */
                 created_before?: components["parameters"]["createdBefore"];
+                /** @example TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf */
                 receiver?: components["parameters"]["receiverFilter"];
+                /** @example energy */
                 resource?: components["parameters"]["resourceFilter"];
+                /** @example my-order-42 */
                 client_order_id?: components["parameters"]["clientOrderId"];
+                /** @example bat_0123456789abcdef01234567 */
                 batch_id?: components["parameters"]["batchId"];
             };
             header?: never;
@@ -12187,6 +14056,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "ord_0123456789abcdef01234567",
+                     *           "client_order_id": "my-order-42",
+                     *           "batch_id": null,
+                     *           "subscription_id": null,
+                     *           "status": "active",
+                     *           "resource": "energy",
+                     *           "amount": 65000,
+                     *           "delivered_amount": 65000,
+                     *           "partial": false,
+                     *           "tier": "1h",
+                     *           "duration_seconds": 3600,
+                     *           "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *           "unit_price_sun": 82.5,
+                     *           "total_amount_sun": 5362500,
+                     *           "charged_amount_sun": 5362500,
+                     *           "refunded_amount_sun": 0,
+                     *           "activation": {
+                     *             "performed": false,
+                     *             "hash": null,
+                     *             "amount_sun": 0
+                     *           },
+                     *           "delegate_hashes": [
+                     *             "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                     *           ],
+                     *           "delegated_at": "2026-03-10T09:15:33.020Z",
+                     *           "expires_at": "2026-03-10T10:15:33.020Z",
+                     *           "failure": null,
+                     *           "filled_by": "own_pool",
+                     *           "created_at": "2026-03-10T09:15:30.512Z",
+                     *           "updated_at": "2026-03-10T09:16:31.200Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": "c_0123456789abcdef"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderList"];
                 };
             };
@@ -12207,6 +14115,7 @@ export interface operations {
                 /**
                  * @description Makes a retry safe: the first answer is stored and replayed for the same key and
                  *     body (3010 for another body, 3015 while the first is still running).
+                 * @example order-2026-03-10-0001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -12215,6 +14124,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "client_order_id": "my-order-42",
+                 *       "resource": "energy",
+                 *       "amount": 65000,
+                 *       "tier": "1h",
+                 *       "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                 *       "max_price_sun": 6000000
+                 *     }
+                 */
                 "application/json": components["schemas"]["OrderCreate"];
             };
         };
@@ -12229,6 +14148,38 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "ord_0123456789abcdef01234567",
+                     *       "client_order_id": "my-order-42",
+                     *       "batch_id": null,
+                     *       "subscription_id": null,
+                     *       "status": "created",
+                     *       "resource": "energy",
+                     *       "amount": 65000,
+                     *       "delivered_amount": 0,
+                     *       "partial": false,
+                     *       "tier": "1h",
+                     *       "duration_seconds": 3600,
+                     *       "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "unit_price_sun": 82.5,
+                     *       "total_amount_sun": 5362500,
+                     *       "charged_amount_sun": 5362500,
+                     *       "refunded_amount_sun": 0,
+                     *       "activation": {
+                     *         "performed": false,
+                     *         "hash": null,
+                     *         "amount_sun": 0
+                     *       },
+                     *       "delegate_hashes": [],
+                     *       "delegated_at": null,
+                     *       "expires_at": null,
+                     *       "failure": null,
+                     *       "filled_by": null,
+                     *       "created_at": "2026-03-10T09:15:30.512Z",
+                     *       "updated_at": "2026-03-10T09:15:30.512Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Order"];
                 };
             };
@@ -12242,6 +14193,38 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "ord_0123456789abcdef01234567",
+                     *       "client_order_id": "my-order-42",
+                     *       "batch_id": null,
+                     *       "subscription_id": null,
+                     *       "status": "created",
+                     *       "resource": "energy",
+                     *       "amount": 65000,
+                     *       "delivered_amount": 0,
+                     *       "partial": false,
+                     *       "tier": "1h",
+                     *       "duration_seconds": 3600,
+                     *       "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "unit_price_sun": 82.5,
+                     *       "total_amount_sun": 5362500,
+                     *       "charged_amount_sun": 5362500,
+                     *       "refunded_amount_sun": 0,
+                     *       "activation": {
+                     *         "performed": false,
+                     *         "hash": null,
+                     *         "amount_sun": 0
+                     *       },
+                     *       "delegate_hashes": [],
+                     *       "delegated_at": null,
+                     *       "expires_at": null,
+                     *       "failure": null,
+                     *       "filled_by": null,
+                     *       "created_at": "2026-03-10T09:15:30.512Z",
+                     *       "updated_at": "2026-03-10T09:15:30.512Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Order"];
                 };
             };
@@ -12264,6 +14247,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example ord_0123456789abcdef01234567 */
                 id: components["parameters"]["path_id"];
             };
             cookie?: never;
@@ -12280,6 +14264,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "ord_0123456789abcdef01234567",
+                     *       "client_order_id": "my-order-42",
+                     *       "batch_id": null,
+                     *       "subscription_id": null,
+                     *       "status": "active",
+                     *       "resource": "energy",
+                     *       "amount": 65000,
+                     *       "delivered_amount": 65000,
+                     *       "partial": false,
+                     *       "tier": "1h",
+                     *       "duration_seconds": 3600,
+                     *       "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "unit_price_sun": 82.5,
+                     *       "total_amount_sun": 5362500,
+                     *       "charged_amount_sun": 5362500,
+                     *       "refunded_amount_sun": 0,
+                     *       "activation": {
+                     *         "performed": false,
+                     *         "hash": null,
+                     *         "amount_sun": 0
+                     *       },
+                     *       "delegate_hashes": [
+                     *         "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                     *       ],
+                     *       "delegated_at": "2026-03-10T09:15:33.020Z",
+                     *       "expires_at": "2026-03-10T10:15:33.020Z",
+                     *       "failure": null,
+                     *       "filled_by": "own_pool",
+                     *       "created_at": "2026-03-10T09:15:30.512Z",
+                     *       "updated_at": "2026-03-10T09:16:31.200Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Order"];
                 };
             };
@@ -12301,10 +14319,12 @@ export interface operations {
                 /**
                  * @description Makes a retry safe: the first answer is stored and replayed for the same key and
                  *     body (3010 for another body, 3015 while the first is still running).
+                 * @example order-2026-03-10-0001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
+                /** @example ord_0123456789abcdef01234567 */
                 id: components["parameters"]["path_id"];
             };
             cookie?: never;
@@ -12321,6 +14341,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "ord_0123456789abcdef01234567",
+                     *       "client_order_id": "my-order-42",
+                     *       "batch_id": null,
+                     *       "subscription_id": null,
+                     *       "status": "reclaimed",
+                     *       "resource": "energy",
+                     *       "amount": 65000,
+                     *       "delivered_amount": 65000,
+                     *       "partial": false,
+                     *       "tier": "1h",
+                     *       "duration_seconds": 3600,
+                     *       "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "unit_price_sun": 82.5,
+                     *       "total_amount_sun": 5362500,
+                     *       "charged_amount_sun": 5362500,
+                     *       "refunded_amount_sun": 0,
+                     *       "activation": {
+                     *         "performed": false,
+                     *         "hash": null,
+                     *         "amount_sun": 0
+                     *       },
+                     *       "delegate_hashes": [
+                     *         "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                     *       ],
+                     *       "delegated_at": "2026-03-10T09:15:33.020Z",
+                     *       "expires_at": "2026-03-10T10:15:33.020Z",
+                     *       "failure": null,
+                     *       "filled_by": "own_pool",
+                     *       "created_at": "2026-03-10T09:15:30.512Z",
+                     *       "updated_at": "2026-03-10T09:16:31.200Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Order"];
                 };
             };
@@ -12334,6 +14388,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "ord_0123456789abcdef01234567",
+                     *       "client_order_id": "my-order-42",
+                     *       "batch_id": null,
+                     *       "subscription_id": null,
+                     *       "status": "reclaimed",
+                     *       "resource": "energy",
+                     *       "amount": 65000,
+                     *       "delivered_amount": 65000,
+                     *       "partial": false,
+                     *       "tier": "1h",
+                     *       "duration_seconds": 3600,
+                     *       "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "unit_price_sun": 82.5,
+                     *       "total_amount_sun": 5362500,
+                     *       "charged_amount_sun": 5362500,
+                     *       "refunded_amount_sun": 0,
+                     *       "activation": {
+                     *         "performed": false,
+                     *         "hash": null,
+                     *         "amount_sun": 0
+                     *       },
+                     *       "delegate_hashes": [
+                     *         "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                     *       ],
+                     *       "delegated_at": "2026-03-10T09:15:33.020Z",
+                     *       "expires_at": "2026-03-10T10:15:33.020Z",
+                     *       "failure": null,
+                     *       "filled_by": "own_pool",
+                     *       "created_at": "2026-03-10T09:15:30.512Z",
+                     *       "updated_at": "2026-03-10T09:16:31.200Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Order"];
                 };
             };
@@ -12357,6 +14445,7 @@ export interface operations {
                 /**
                  * @description Makes a retry safe: the first answer is stored and replayed for the same key and
                  *     body (3010 for another body, 3015 while the first is still running).
+                 * @example order-2026-03-10-0001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -12365,6 +14454,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "resource": "energy",
+                 *       "tier": "5m",
+                 *       "amount": 65000,
+                 *       "receivers": [
+                 *         {
+                 *           "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                 *           "amount": 65000
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["BatchCreate"];
             };
         };
@@ -12379,6 +14481,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "bat_0123456789abcdef01234567",
+                     *       "client_batch_id": "payout-2026-03-10",
+                     *       "status": "processing",
+                     *       "resource": "energy",
+                     *       "tier": "5m",
+                     *       "amount": 65000,
+                     *       "activate": false,
+                     *       "max_price_sun": 5000000,
+                     *       "summary": {
+                     *         "total": 0,
+                     *         "completed": 0,
+                     *         "partial": 0,
+                     *         "failed": 0,
+                     *         "insufficient_funds": 0,
+                     *         "cancelled": 0
+                     *       },
+                     *       "charged_amount_sun": 4290000,
+                     *       "receivers": [
+                     *         {
+                     *           "index": 0,
+                     *           "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *           "amount": 65000,
+                     *           "activate": false,
+                     *           "status": "pending",
+                     *           "order_id": "ord_0123456789abcdef01234567",
+                     *           "charged_amount_sun": 4290000,
+                     *           "error": {
+                     *             "code": 5002,
+                     *             "slug": "tronrent"
+                     *           },
+                     *           "finished_at": "2026-03-10T09:15:30.500Z"
+                     *         }
+                     *       ],
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "updated_at": "2026-03-10T09:15:30.500Z",
+                     *       "finished_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Batch"];
                 };
             };
@@ -12392,6 +14534,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "bat_0123456789abcdef01234567",
+                     *       "client_batch_id": "payout-2026-03-10",
+                     *       "status": "processing",
+                     *       "resource": "energy",
+                     *       "tier": "5m",
+                     *       "amount": 65000,
+                     *       "activate": false,
+                     *       "max_price_sun": 5000000,
+                     *       "summary": {
+                     *         "total": 0,
+                     *         "completed": 0,
+                     *         "partial": 0,
+                     *         "failed": 0,
+                     *         "insufficient_funds": 0,
+                     *         "cancelled": 0
+                     *       },
+                     *       "charged_amount_sun": 4290000,
+                     *       "receivers": [
+                     *         {
+                     *           "index": 0,
+                     *           "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *           "amount": 65000,
+                     *           "activate": false,
+                     *           "status": "pending",
+                     *           "order_id": "ord_0123456789abcdef01234567",
+                     *           "charged_amount_sun": 4290000,
+                     *           "error": {
+                     *             "code": 5002,
+                     *             "slug": "tronrent"
+                     *           },
+                     *           "finished_at": "2026-03-10T09:15:30.500Z"
+                     *         }
+                     *       ],
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "updated_at": "2026-03-10T09:15:30.500Z",
+                     *       "finished_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Batch"];
                 };
             };
@@ -12414,6 +14596,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example ord_0123456789abcdef01234567 */
                 id: components["parameters"]["path_id"];
             };
             cookie?: never;
@@ -12430,6 +14613,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "bat_0123456789abcdef01234567",
+                     *       "client_batch_id": "payout-2026-03-10",
+                     *       "status": "processing",
+                     *       "resource": "energy",
+                     *       "tier": "5m",
+                     *       "amount": 65000,
+                     *       "activate": false,
+                     *       "max_price_sun": 5000000,
+                     *       "summary": {
+                     *         "total": 0,
+                     *         "completed": 0,
+                     *         "partial": 0,
+                     *         "failed": 0,
+                     *         "insufficient_funds": 0,
+                     *         "cancelled": 0
+                     *       },
+                     *       "charged_amount_sun": 4290000,
+                     *       "receivers": [
+                     *         {
+                     *           "index": 0,
+                     *           "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *           "amount": 65000,
+                     *           "activate": false,
+                     *           "status": "pending",
+                     *           "order_id": "ord_0123456789abcdef01234567",
+                     *           "charged_amount_sun": 4290000,
+                     *           "error": {
+                     *             "code": 5002,
+                     *             "slug": "tronrent"
+                     *           },
+                     *           "finished_at": "2026-03-10T09:15:30.500Z"
+                     *         }
+                     *       ],
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "updated_at": "2026-03-10T09:15:30.500Z",
+                     *       "finished_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Batch"];
                 };
             };
@@ -12451,16 +14674,19 @@ export interface operations {
                 /**
                  * @description Makes a retry safe: the first answer is stored and replayed for the same key and
                  *     body (3010 for another body, 3015 while the first is still running).
+                 * @example order-2026-03-10-0001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
+                /** @example ord_0123456789abcdef01234567 */
                 id: components["parameters"]["path_id"];
             };
             cookie?: never;
         };
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": components["schemas"]["BatchCancel"];
             };
         };
@@ -12475,6 +14701,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "bat_0123456789abcdef01234567",
+                     *       "client_batch_id": "payout-2026-03-10",
+                     *       "status": "processing",
+                     *       "resource": "energy",
+                     *       "tier": "5m",
+                     *       "amount": 65000,
+                     *       "activate": false,
+                     *       "max_price_sun": 5000000,
+                     *       "summary": {
+                     *         "total": 0,
+                     *         "completed": 0,
+                     *         "partial": 0,
+                     *         "failed": 0,
+                     *         "insufficient_funds": 0,
+                     *         "cancelled": 0
+                     *       },
+                     *       "charged_amount_sun": 4290000,
+                     *       "receivers": [
+                     *         {
+                     *           "index": 0,
+                     *           "receiver": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *           "amount": 65000,
+                     *           "activate": false,
+                     *           "status": "pending",
+                     *           "order_id": "ord_0123456789abcdef01234567",
+                     *           "charged_amount_sun": 4290000,
+                     *           "error": {
+                     *             "code": 5002,
+                     *             "slug": "tronrent"
+                     *           },
+                     *           "finished_at": "2026-03-10T09:15:30.500Z"
+                     *         }
+                     *       ],
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "updated_at": "2026-03-10T09:15:30.500Z",
+                     *       "finished_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Batch"];
                 };
             };
@@ -12509,6 +14775,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "ak_live_0123456789abcdef0123456789abcdef",
+                     *           "scopes": [
+                     *             "account.read"
+                     *           ],
+                     *           "label": "Payouts",
+                     *           "is_active": true,
+                     *           "status": "active",
+                     *           "ip_allowlist": [
+                     *             "example"
+                     *           ],
+                     *           "expires_at": "2026-03-10T09:15:30.500Z",
+                     *           "last_used_at": "2026-03-10T09:15:30.500Z",
+                     *           "created_at": "2026-03-10T09:15:30.500Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ApiKeyList"];
                 };
             };
@@ -12529,6 +14816,7 @@ export interface operations {
                 /**
                  * @description Makes a retry safe: the first answer is stored and replayed for the same key and
                  *     body (3010 for another body, 3015 while the first is still running).
+                 * @example order-2026-03-10-0001
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -12537,6 +14825,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "scopes": [
+                 *         "account.read"
+                 *       ],
+                 *       "label": "Payouts"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ApiKeyCreate"];
             };
         };
@@ -12551,6 +14847,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "ak_live_0123456789abcdef0123456789abcdef",
+                     *       "scopes": [
+                     *         "account.read"
+                     *       ],
+                     *       "label": "Payouts",
+                     *       "is_active": true,
+                     *       "status": "active",
+                     *       "ip_allowlist": [
+                     *         "example"
+                     *       ],
+                     *       "expires_at": "2026-03-10T09:15:30.500Z",
+                     *       "last_used_at": "2026-03-10T09:15:30.500Z",
+                     *       "created_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ApiKey"];
                 };
             };
@@ -12564,6 +14877,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "ak_live_0123456789abcdef0123456789abcdef",
+                     *       "scopes": [
+                     *         "account.read"
+                     *       ],
+                     *       "label": "Payouts",
+                     *       "is_active": true,
+                     *       "status": "active",
+                     *       "ip_allowlist": [
+                     *         "example"
+                     *       ],
+                     *       "expires_at": "2026-03-10T09:15:30.500Z",
+                     *       "last_used_at": "2026-03-10T09:15:30.500Z",
+                     *       "created_at": "2026-03-10T09:15:30.500Z",
+                     *       "secret": "sk_live_Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ApiKeyWithSecret"];
                 };
             };
@@ -12583,6 +14914,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example ord_0123456789abcdef01234567 */
                 id: components["parameters"]["path_id"];
             };
             cookie?: never;
@@ -12606,12 +14938,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example ord_0123456789abcdef01234567 */
                 id: components["parameters"]["path_id"];
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "label": "Payouts"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ApiKeyPatch"];
             };
         };
@@ -12626,6 +14964,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "ak_live_0123456789abcdef0123456789abcdef",
+                     *       "scopes": [
+                     *         "account.read"
+                     *       ],
+                     *       "label": "Payouts",
+                     *       "is_active": true,
+                     *       "status": "active",
+                     *       "ip_allowlist": [
+                     *         "example"
+                     *       ],
+                     *       "expires_at": "2026-03-10T09:15:30.500Z",
+                     *       "last_used_at": "2026-03-10T09:15:30.500Z",
+                     *       "created_at": "2026-03-10T09:15:30.500Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ApiKey"];
                 };
             };
@@ -12646,24 +15001,46 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it. */
+                /**
+                 * @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it.
+                 * @example evt_0123456789abcdef01234567
+                 */
                 "X-Event-Id": components["parameters"]["DeliveryEventId"];
-                /** @description The event type; mirrors `event` of the body. */
+                /**
+                 * @description The event type; mirrors `event` of the body.
+                 * @example order.confirmed
+                 */
                 "X-Event-Type": components["parameters"]["DeliveryEventType"];
-                /** @description The payload version, `event_version` of the body (1). */
+                /**
+                 * @description The payload version, `event_version` of the body (1).
+                 * @example 1
+                 */
                 "X-Event-Version": components["parameters"]["DeliveryEventVersion"];
-                /** @description The id of this attempt (`dlv_` + 24 hex); differs between retries. */
+                /**
+                 * @description The id of this attempt (`dlv_` + 24 hex); differs between retries.
+                 * @example dlv_0123456789abcdef01234567
+                 */
                 "X-Delivery-Id": components["parameters"]["DeliveryId"];
-                /** @description The attempt number from 1; restarts at 1 on the backup. */
+                /**
+                 * @description The attempt number from 1; restarts at 1 on the backup.
+                 * @example 1
+                 */
                 "X-Delivery-Attempt": components["parameters"]["DeliveryAttempt"];
                 /**
                  * @description Unix seconds at send time, as decimal digits. Refuse a delivery whose timestamp is more
                  *     than 300 seconds from your clock, early or late (WebhookSignature).
+                 * @example 1773134130
                  */
                 "X-API-TIMESTAMP": components["parameters"]["DeliveryTimestamp"];
-                /** @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature. */
+                /**
+                 * @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature.
+                 * @example iAPvyawCXNoS+XIIpWi215QbMgddsPL7H6DkIujxhD8=
+                 */
                 "X-API-SIGN": components["parameters"]["DeliverySignature"];
-                /** @description `<brand>-webhook/1`. */
+                /**
+                 * @description `<brand>-webhook/1`.
+                 * @example tronrent-webhook/1
+                 */
                 "User-Agent": components["parameters"]["DeliveryUserAgent"];
             };
             path?: never;
@@ -12695,24 +15072,46 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it. */
+                /**
+                 * @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it.
+                 * @example evt_0123456789abcdef01234567
+                 */
                 "X-Event-Id": components["parameters"]["DeliveryEventId"];
-                /** @description The event type; mirrors `event` of the body. */
+                /**
+                 * @description The event type; mirrors `event` of the body.
+                 * @example order.confirmed
+                 */
                 "X-Event-Type": components["parameters"]["DeliveryEventType"];
-                /** @description The payload version, `event_version` of the body (1). */
+                /**
+                 * @description The payload version, `event_version` of the body (1).
+                 * @example 1
+                 */
                 "X-Event-Version": components["parameters"]["DeliveryEventVersion"];
-                /** @description The id of this attempt (`dlv_` + 24 hex); differs between retries. */
+                /**
+                 * @description The id of this attempt (`dlv_` + 24 hex); differs between retries.
+                 * @example dlv_0123456789abcdef01234567
+                 */
                 "X-Delivery-Id": components["parameters"]["DeliveryId"];
-                /** @description The attempt number from 1; restarts at 1 on the backup. */
+                /**
+                 * @description The attempt number from 1; restarts at 1 on the backup.
+                 * @example 1
+                 */
                 "X-Delivery-Attempt": components["parameters"]["DeliveryAttempt"];
                 /**
                  * @description Unix seconds at send time, as decimal digits. Refuse a delivery whose timestamp is more
                  *     than 300 seconds from your clock, early or late (WebhookSignature).
+                 * @example 1773134130
                  */
                 "X-API-TIMESTAMP": components["parameters"]["DeliveryTimestamp"];
-                /** @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature. */
+                /**
+                 * @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature.
+                 * @example iAPvyawCXNoS+XIIpWi215QbMgddsPL7H6DkIujxhD8=
+                 */
                 "X-API-SIGN": components["parameters"]["DeliverySignature"];
-                /** @description `<brand>-webhook/1`. */
+                /**
+                 * @description `<brand>-webhook/1`.
+                 * @example tronrent-webhook/1
+                 */
                 "User-Agent": components["parameters"]["DeliveryUserAgent"];
             };
             path?: never;
@@ -12744,24 +15143,46 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it. */
+                /**
+                 * @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it.
+                 * @example evt_0123456789abcdef01234567
+                 */
                 "X-Event-Id": components["parameters"]["DeliveryEventId"];
-                /** @description The event type; mirrors `event` of the body. */
+                /**
+                 * @description The event type; mirrors `event` of the body.
+                 * @example order.confirmed
+                 */
                 "X-Event-Type": components["parameters"]["DeliveryEventType"];
-                /** @description The payload version, `event_version` of the body (1). */
+                /**
+                 * @description The payload version, `event_version` of the body (1).
+                 * @example 1
+                 */
                 "X-Event-Version": components["parameters"]["DeliveryEventVersion"];
-                /** @description The id of this attempt (`dlv_` + 24 hex); differs between retries. */
+                /**
+                 * @description The id of this attempt (`dlv_` + 24 hex); differs between retries.
+                 * @example dlv_0123456789abcdef01234567
+                 */
                 "X-Delivery-Id": components["parameters"]["DeliveryId"];
-                /** @description The attempt number from 1; restarts at 1 on the backup. */
+                /**
+                 * @description The attempt number from 1; restarts at 1 on the backup.
+                 * @example 1
+                 */
                 "X-Delivery-Attempt": components["parameters"]["DeliveryAttempt"];
                 /**
                  * @description Unix seconds at send time, as decimal digits. Refuse a delivery whose timestamp is more
                  *     than 300 seconds from your clock, early or late (WebhookSignature).
+                 * @example 1773134130
                  */
                 "X-API-TIMESTAMP": components["parameters"]["DeliveryTimestamp"];
-                /** @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature. */
+                /**
+                 * @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature.
+                 * @example iAPvyawCXNoS+XIIpWi215QbMgddsPL7H6DkIujxhD8=
+                 */
                 "X-API-SIGN": components["parameters"]["DeliverySignature"];
-                /** @description `<brand>-webhook/1`. */
+                /**
+                 * @description `<brand>-webhook/1`.
+                 * @example tronrent-webhook/1
+                 */
                 "User-Agent": components["parameters"]["DeliveryUserAgent"];
             };
             path?: never;
@@ -12793,24 +15214,46 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it. */
+                /**
+                 * @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it.
+                 * @example evt_0123456789abcdef01234567
+                 */
                 "X-Event-Id": components["parameters"]["DeliveryEventId"];
-                /** @description The event type; mirrors `event` of the body. */
+                /**
+                 * @description The event type; mirrors `event` of the body.
+                 * @example order.confirmed
+                 */
                 "X-Event-Type": components["parameters"]["DeliveryEventType"];
-                /** @description The payload version, `event_version` of the body (1). */
+                /**
+                 * @description The payload version, `event_version` of the body (1).
+                 * @example 1
+                 */
                 "X-Event-Version": components["parameters"]["DeliveryEventVersion"];
-                /** @description The id of this attempt (`dlv_` + 24 hex); differs between retries. */
+                /**
+                 * @description The id of this attempt (`dlv_` + 24 hex); differs between retries.
+                 * @example dlv_0123456789abcdef01234567
+                 */
                 "X-Delivery-Id": components["parameters"]["DeliveryId"];
-                /** @description The attempt number from 1; restarts at 1 on the backup. */
+                /**
+                 * @description The attempt number from 1; restarts at 1 on the backup.
+                 * @example 1
+                 */
                 "X-Delivery-Attempt": components["parameters"]["DeliveryAttempt"];
                 /**
                  * @description Unix seconds at send time, as decimal digits. Refuse a delivery whose timestamp is more
                  *     than 300 seconds from your clock, early or late (WebhookSignature).
+                 * @example 1773134130
                  */
                 "X-API-TIMESTAMP": components["parameters"]["DeliveryTimestamp"];
-                /** @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature. */
+                /**
+                 * @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature.
+                 * @example iAPvyawCXNoS+XIIpWi215QbMgddsPL7H6DkIujxhD8=
+                 */
                 "X-API-SIGN": components["parameters"]["DeliverySignature"];
-                /** @description `<brand>-webhook/1`. */
+                /**
+                 * @description `<brand>-webhook/1`.
+                 * @example tronrent-webhook/1
+                 */
                 "User-Agent": components["parameters"]["DeliveryUserAgent"];
             };
             path?: never;
@@ -12842,24 +15285,46 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it. */
+                /**
+                 * @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it.
+                 * @example evt_0123456789abcdef01234567
+                 */
                 "X-Event-Id": components["parameters"]["DeliveryEventId"];
-                /** @description The event type; mirrors `event` of the body. */
+                /**
+                 * @description The event type; mirrors `event` of the body.
+                 * @example order.confirmed
+                 */
                 "X-Event-Type": components["parameters"]["DeliveryEventType"];
-                /** @description The payload version, `event_version` of the body (1). */
+                /**
+                 * @description The payload version, `event_version` of the body (1).
+                 * @example 1
+                 */
                 "X-Event-Version": components["parameters"]["DeliveryEventVersion"];
-                /** @description The id of this attempt (`dlv_` + 24 hex); differs between retries. */
+                /**
+                 * @description The id of this attempt (`dlv_` + 24 hex); differs between retries.
+                 * @example dlv_0123456789abcdef01234567
+                 */
                 "X-Delivery-Id": components["parameters"]["DeliveryId"];
-                /** @description The attempt number from 1; restarts at 1 on the backup. */
+                /**
+                 * @description The attempt number from 1; restarts at 1 on the backup.
+                 * @example 1
+                 */
                 "X-Delivery-Attempt": components["parameters"]["DeliveryAttempt"];
                 /**
                  * @description Unix seconds at send time, as decimal digits. Refuse a delivery whose timestamp is more
                  *     than 300 seconds from your clock, early or late (WebhookSignature).
+                 * @example 1773134130
                  */
                 "X-API-TIMESTAMP": components["parameters"]["DeliveryTimestamp"];
-                /** @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature. */
+                /**
+                 * @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature.
+                 * @example iAPvyawCXNoS+XIIpWi215QbMgddsPL7H6DkIujxhD8=
+                 */
                 "X-API-SIGN": components["parameters"]["DeliverySignature"];
-                /** @description `<brand>-webhook/1`. */
+                /**
+                 * @description `<brand>-webhook/1`.
+                 * @example tronrent-webhook/1
+                 */
                 "User-Agent": components["parameters"]["DeliveryUserAgent"];
             };
             path?: never;
@@ -12891,24 +15356,46 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it. */
+                /**
+                 * @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it.
+                 * @example evt_0123456789abcdef01234567
+                 */
                 "X-Event-Id": components["parameters"]["DeliveryEventId"];
-                /** @description The event type; mirrors `event` of the body. */
+                /**
+                 * @description The event type; mirrors `event` of the body.
+                 * @example order.confirmed
+                 */
                 "X-Event-Type": components["parameters"]["DeliveryEventType"];
-                /** @description The payload version, `event_version` of the body (1). */
+                /**
+                 * @description The payload version, `event_version` of the body (1).
+                 * @example 1
+                 */
                 "X-Event-Version": components["parameters"]["DeliveryEventVersion"];
-                /** @description The id of this attempt (`dlv_` + 24 hex); differs between retries. */
+                /**
+                 * @description The id of this attempt (`dlv_` + 24 hex); differs between retries.
+                 * @example dlv_0123456789abcdef01234567
+                 */
                 "X-Delivery-Id": components["parameters"]["DeliveryId"];
-                /** @description The attempt number from 1; restarts at 1 on the backup. */
+                /**
+                 * @description The attempt number from 1; restarts at 1 on the backup.
+                 * @example 1
+                 */
                 "X-Delivery-Attempt": components["parameters"]["DeliveryAttempt"];
                 /**
                  * @description Unix seconds at send time, as decimal digits. Refuse a delivery whose timestamp is more
                  *     than 300 seconds from your clock, early or late (WebhookSignature).
+                 * @example 1773134130
                  */
                 "X-API-TIMESTAMP": components["parameters"]["DeliveryTimestamp"];
-                /** @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature. */
+                /**
+                 * @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature.
+                 * @example iAPvyawCXNoS+XIIpWi215QbMgddsPL7H6DkIujxhD8=
+                 */
                 "X-API-SIGN": components["parameters"]["DeliverySignature"];
-                /** @description `<brand>-webhook/1`. */
+                /**
+                 * @description `<brand>-webhook/1`.
+                 * @example tronrent-webhook/1
+                 */
                 "User-Agent": components["parameters"]["DeliveryUserAgent"];
             };
             path?: never;
@@ -12940,24 +15427,46 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it. */
+                /**
+                 * @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it.
+                 * @example evt_0123456789abcdef01234567
+                 */
                 "X-Event-Id": components["parameters"]["DeliveryEventId"];
-                /** @description The event type; mirrors `event` of the body. */
+                /**
+                 * @description The event type; mirrors `event` of the body.
+                 * @example order.confirmed
+                 */
                 "X-Event-Type": components["parameters"]["DeliveryEventType"];
-                /** @description The payload version, `event_version` of the body (1). */
+                /**
+                 * @description The payload version, `event_version` of the body (1).
+                 * @example 1
+                 */
                 "X-Event-Version": components["parameters"]["DeliveryEventVersion"];
-                /** @description The id of this attempt (`dlv_` + 24 hex); differs between retries. */
+                /**
+                 * @description The id of this attempt (`dlv_` + 24 hex); differs between retries.
+                 * @example dlv_0123456789abcdef01234567
+                 */
                 "X-Delivery-Id": components["parameters"]["DeliveryId"];
-                /** @description The attempt number from 1; restarts at 1 on the backup. */
+                /**
+                 * @description The attempt number from 1; restarts at 1 on the backup.
+                 * @example 1
+                 */
                 "X-Delivery-Attempt": components["parameters"]["DeliveryAttempt"];
                 /**
                  * @description Unix seconds at send time, as decimal digits. Refuse a delivery whose timestamp is more
                  *     than 300 seconds from your clock, early or late (WebhookSignature).
+                 * @example 1773134130
                  */
                 "X-API-TIMESTAMP": components["parameters"]["DeliveryTimestamp"];
-                /** @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature. */
+                /**
+                 * @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature.
+                 * @example iAPvyawCXNoS+XIIpWi215QbMgddsPL7H6DkIujxhD8=
+                 */
                 "X-API-SIGN": components["parameters"]["DeliverySignature"];
-                /** @description `<brand>-webhook/1`. */
+                /**
+                 * @description `<brand>-webhook/1`.
+                 * @example tronrent-webhook/1
+                 */
                 "User-Agent": components["parameters"]["DeliveryUserAgent"];
             };
             path?: never;
@@ -12989,24 +15498,46 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it. */
+                /**
+                 * @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it.
+                 * @example evt_0123456789abcdef01234567
+                 */
                 "X-Event-Id": components["parameters"]["DeliveryEventId"];
-                /** @description The event type; mirrors `event` of the body. */
+                /**
+                 * @description The event type; mirrors `event` of the body.
+                 * @example order.confirmed
+                 */
                 "X-Event-Type": components["parameters"]["DeliveryEventType"];
-                /** @description The payload version, `event_version` of the body (1). */
+                /**
+                 * @description The payload version, `event_version` of the body (1).
+                 * @example 1
+                 */
                 "X-Event-Version": components["parameters"]["DeliveryEventVersion"];
-                /** @description The id of this attempt (`dlv_` + 24 hex); differs between retries. */
+                /**
+                 * @description The id of this attempt (`dlv_` + 24 hex); differs between retries.
+                 * @example dlv_0123456789abcdef01234567
+                 */
                 "X-Delivery-Id": components["parameters"]["DeliveryId"];
-                /** @description The attempt number from 1; restarts at 1 on the backup. */
+                /**
+                 * @description The attempt number from 1; restarts at 1 on the backup.
+                 * @example 1
+                 */
                 "X-Delivery-Attempt": components["parameters"]["DeliveryAttempt"];
                 /**
                  * @description Unix seconds at send time, as decimal digits. Refuse a delivery whose timestamp is more
                  *     than 300 seconds from your clock, early or late (WebhookSignature).
+                 * @example 1773134130
                  */
                 "X-API-TIMESTAMP": components["parameters"]["DeliveryTimestamp"];
-                /** @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature. */
+                /**
+                 * @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature.
+                 * @example iAPvyawCXNoS+XIIpWi215QbMgddsPL7H6DkIujxhD8=
+                 */
                 "X-API-SIGN": components["parameters"]["DeliverySignature"];
-                /** @description `<brand>-webhook/1`. */
+                /**
+                 * @description `<brand>-webhook/1`.
+                 * @example tronrent-webhook/1
+                 */
                 "User-Agent": components["parameters"]["DeliveryUserAgent"];
             };
             path?: never;
@@ -13038,24 +15569,46 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it. */
+                /**
+                 * @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it.
+                 * @example evt_0123456789abcdef01234567
+                 */
                 "X-Event-Id": components["parameters"]["DeliveryEventId"];
-                /** @description The event type; mirrors `event` of the body. */
+                /**
+                 * @description The event type; mirrors `event` of the body.
+                 * @example order.confirmed
+                 */
                 "X-Event-Type": components["parameters"]["DeliveryEventType"];
-                /** @description The payload version, `event_version` of the body (1). */
+                /**
+                 * @description The payload version, `event_version` of the body (1).
+                 * @example 1
+                 */
                 "X-Event-Version": components["parameters"]["DeliveryEventVersion"];
-                /** @description The id of this attempt (`dlv_` + 24 hex); differs between retries. */
+                /**
+                 * @description The id of this attempt (`dlv_` + 24 hex); differs between retries.
+                 * @example dlv_0123456789abcdef01234567
+                 */
                 "X-Delivery-Id": components["parameters"]["DeliveryId"];
-                /** @description The attempt number from 1; restarts at 1 on the backup. */
+                /**
+                 * @description The attempt number from 1; restarts at 1 on the backup.
+                 * @example 1
+                 */
                 "X-Delivery-Attempt": components["parameters"]["DeliveryAttempt"];
                 /**
                  * @description Unix seconds at send time, as decimal digits. Refuse a delivery whose timestamp is more
                  *     than 300 seconds from your clock, early or late (WebhookSignature).
+                 * @example 1773134130
                  */
                 "X-API-TIMESTAMP": components["parameters"]["DeliveryTimestamp"];
-                /** @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature. */
+                /**
+                 * @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature.
+                 * @example iAPvyawCXNoS+XIIpWi215QbMgddsPL7H6DkIujxhD8=
+                 */
                 "X-API-SIGN": components["parameters"]["DeliverySignature"];
-                /** @description `<brand>-webhook/1`. */
+                /**
+                 * @description `<brand>-webhook/1`.
+                 * @example tronrent-webhook/1
+                 */
                 "User-Agent": components["parameters"]["DeliveryUserAgent"];
             };
             path?: never;
@@ -13087,24 +15640,46 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it. */
+                /**
+                 * @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it.
+                 * @example evt_0123456789abcdef01234567
+                 */
                 "X-Event-Id": components["parameters"]["DeliveryEventId"];
-                /** @description The event type; mirrors `event` of the body. */
+                /**
+                 * @description The event type; mirrors `event` of the body.
+                 * @example order.confirmed
+                 */
                 "X-Event-Type": components["parameters"]["DeliveryEventType"];
-                /** @description The payload version, `event_version` of the body (1). */
+                /**
+                 * @description The payload version, `event_version` of the body (1).
+                 * @example 1
+                 */
                 "X-Event-Version": components["parameters"]["DeliveryEventVersion"];
-                /** @description The id of this attempt (`dlv_` + 24 hex); differs between retries. */
+                /**
+                 * @description The id of this attempt (`dlv_` + 24 hex); differs between retries.
+                 * @example dlv_0123456789abcdef01234567
+                 */
                 "X-Delivery-Id": components["parameters"]["DeliveryId"];
-                /** @description The attempt number from 1; restarts at 1 on the backup. */
+                /**
+                 * @description The attempt number from 1; restarts at 1 on the backup.
+                 * @example 1
+                 */
                 "X-Delivery-Attempt": components["parameters"]["DeliveryAttempt"];
                 /**
                  * @description Unix seconds at send time, as decimal digits. Refuse a delivery whose timestamp is more
                  *     than 300 seconds from your clock, early or late (WebhookSignature).
+                 * @example 1773134130
                  */
                 "X-API-TIMESTAMP": components["parameters"]["DeliveryTimestamp"];
-                /** @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature. */
+                /**
+                 * @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature.
+                 * @example iAPvyawCXNoS+XIIpWi215QbMgddsPL7H6DkIujxhD8=
+                 */
                 "X-API-SIGN": components["parameters"]["DeliverySignature"];
-                /** @description `<brand>-webhook/1`. */
+                /**
+                 * @description `<brand>-webhook/1`.
+                 * @example tronrent-webhook/1
+                 */
                 "User-Agent": components["parameters"]["DeliveryUserAgent"];
             };
             path?: never;
@@ -13136,24 +15711,46 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it. */
+                /**
+                 * @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it.
+                 * @example evt_0123456789abcdef01234567
+                 */
                 "X-Event-Id": components["parameters"]["DeliveryEventId"];
-                /** @description The event type; mirrors `event` of the body. */
+                /**
+                 * @description The event type; mirrors `event` of the body.
+                 * @example order.confirmed
+                 */
                 "X-Event-Type": components["parameters"]["DeliveryEventType"];
-                /** @description The payload version, `event_version` of the body (1). */
+                /**
+                 * @description The payload version, `event_version` of the body (1).
+                 * @example 1
+                 */
                 "X-Event-Version": components["parameters"]["DeliveryEventVersion"];
-                /** @description The id of this attempt (`dlv_` + 24 hex); differs between retries. */
+                /**
+                 * @description The id of this attempt (`dlv_` + 24 hex); differs between retries.
+                 * @example dlv_0123456789abcdef01234567
+                 */
                 "X-Delivery-Id": components["parameters"]["DeliveryId"];
-                /** @description The attempt number from 1; restarts at 1 on the backup. */
+                /**
+                 * @description The attempt number from 1; restarts at 1 on the backup.
+                 * @example 1
+                 */
                 "X-Delivery-Attempt": components["parameters"]["DeliveryAttempt"];
                 /**
                  * @description Unix seconds at send time, as decimal digits. Refuse a delivery whose timestamp is more
                  *     than 300 seconds from your clock, early or late (WebhookSignature).
+                 * @example 1773134130
                  */
                 "X-API-TIMESTAMP": components["parameters"]["DeliveryTimestamp"];
-                /** @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature. */
+                /**
+                 * @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature.
+                 * @example iAPvyawCXNoS+XIIpWi215QbMgddsPL7H6DkIujxhD8=
+                 */
                 "X-API-SIGN": components["parameters"]["DeliverySignature"];
-                /** @description `<brand>-webhook/1`. */
+                /**
+                 * @description `<brand>-webhook/1`.
+                 * @example tronrent-webhook/1
+                 */
                 "User-Agent": components["parameters"]["DeliveryUserAgent"];
             };
             path?: never;
@@ -13185,24 +15782,46 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it. */
+                /**
+                 * @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it.
+                 * @example evt_0123456789abcdef01234567
+                 */
                 "X-Event-Id": components["parameters"]["DeliveryEventId"];
-                /** @description The event type; mirrors `event` of the body. */
+                /**
+                 * @description The event type; mirrors `event` of the body.
+                 * @example order.confirmed
+                 */
                 "X-Event-Type": components["parameters"]["DeliveryEventType"];
-                /** @description The payload version, `event_version` of the body (1). */
+                /**
+                 * @description The payload version, `event_version` of the body (1).
+                 * @example 1
+                 */
                 "X-Event-Version": components["parameters"]["DeliveryEventVersion"];
-                /** @description The id of this attempt (`dlv_` + 24 hex); differs between retries. */
+                /**
+                 * @description The id of this attempt (`dlv_` + 24 hex); differs between retries.
+                 * @example dlv_0123456789abcdef01234567
+                 */
                 "X-Delivery-Id": components["parameters"]["DeliveryId"];
-                /** @description The attempt number from 1; restarts at 1 on the backup. */
+                /**
+                 * @description The attempt number from 1; restarts at 1 on the backup.
+                 * @example 1
+                 */
                 "X-Delivery-Attempt": components["parameters"]["DeliveryAttempt"];
                 /**
                  * @description Unix seconds at send time, as decimal digits. Refuse a delivery whose timestamp is more
                  *     than 300 seconds from your clock, early or late (WebhookSignature).
+                 * @example 1773134130
                  */
                 "X-API-TIMESTAMP": components["parameters"]["DeliveryTimestamp"];
-                /** @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature. */
+                /**
+                 * @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature.
+                 * @example iAPvyawCXNoS+XIIpWi215QbMgddsPL7H6DkIujxhD8=
+                 */
                 "X-API-SIGN": components["parameters"]["DeliverySignature"];
-                /** @description `<brand>-webhook/1`. */
+                /**
+                 * @description `<brand>-webhook/1`.
+                 * @example tronrent-webhook/1
+                 */
                 "User-Agent": components["parameters"]["DeliveryUserAgent"];
             };
             path?: never;
@@ -13234,24 +15853,46 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it. */
+                /**
+                 * @description The event's event_id; identical across retries and across primary and backup. Deduplicate on it.
+                 * @example evt_0123456789abcdef01234567
+                 */
                 "X-Event-Id": components["parameters"]["DeliveryEventId"];
-                /** @description The event type; mirrors `event` of the body. */
+                /**
+                 * @description The event type; mirrors `event` of the body.
+                 * @example order.confirmed
+                 */
                 "X-Event-Type": components["parameters"]["DeliveryEventType"];
-                /** @description The payload version, `event_version` of the body (1). */
+                /**
+                 * @description The payload version, `event_version` of the body (1).
+                 * @example 1
+                 */
                 "X-Event-Version": components["parameters"]["DeliveryEventVersion"];
-                /** @description The id of this attempt (`dlv_` + 24 hex); differs between retries. */
+                /**
+                 * @description The id of this attempt (`dlv_` + 24 hex); differs between retries.
+                 * @example dlv_0123456789abcdef01234567
+                 */
                 "X-Delivery-Id": components["parameters"]["DeliveryId"];
-                /** @description The attempt number from 1; restarts at 1 on the backup. */
+                /**
+                 * @description The attempt number from 1; restarts at 1 on the backup.
+                 * @example 1
+                 */
                 "X-Delivery-Attempt": components["parameters"]["DeliveryAttempt"];
                 /**
                  * @description Unix seconds at send time, as decimal digits. Refuse a delivery whose timestamp is more
                  *     than 300 seconds from your clock, early or late (WebhookSignature).
+                 * @example 1773134130
                  */
                 "X-API-TIMESTAMP": components["parameters"]["DeliveryTimestamp"];
-                /** @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature. */
+                /**
+                 * @description base64(HMAC-SHA256(endpoint secret, X-API-TIMESTAMP + "." + raw body)); see WebhookSignature.
+                 * @example iAPvyawCXNoS+XIIpWi215QbMgddsPL7H6DkIujxhD8=
+                 */
                 "X-API-SIGN": components["parameters"]["DeliverySignature"];
-                /** @description `<brand>-webhook/1`. */
+                /**
+                 * @description `<brand>-webhook/1`.
+                 * @example tronrent-webhook/1
+                 */
                 "User-Agent": components["parameters"]["DeliveryUserAgent"];
             };
             path?: never;
