@@ -20,8 +20,8 @@ func TestWebhookTestDeliveriesMatchTheEventSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, typ := range webhooks.EventTypes() {
-		data, ok := testEventData[typ]
-		if !ok {
+		data := events.SampleData(typ)
+		if data == nil {
 			t.Errorf("%s: no sample", typ)
 			continue
 		}
@@ -50,7 +50,7 @@ func TestWebhookDeliveriesMatchTheOpenAPIWebhooks(t *testing.T) {
 		return item.Post.RequestBody.Value.Content.Get("application/json").Schema.Value
 	}
 	for _, typ := range webhooks.EventTypes() {
-		env, err := events.New(typ, "acc_0123456789abcdef01234567", network.Nile, testEventData[typ])
+		env, err := events.New(typ, "acc_0123456789abcdef01234567", network.Nile, events.SampleData(typ))
 		if err != nil {
 			t.Fatal(err)
 		}

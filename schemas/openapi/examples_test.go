@@ -8,8 +8,9 @@ import (
 )
 
 // Every operation shows how it is called and what it answers: its request body and each
-// of its parameters carry an example, each JSON success answer carries one, and each
-// catalogue error body (Error<code>) carries one; every example passes its schema.
+// of its parameters carry an example, each JSON success answer carries one, each webhook's
+// delivery carries one, and each catalogue error body (Error<code>) carries one; every
+// example passes its schema.
 func TestExamplesMatchTheirSchemas(t *testing.T) {
 	doc := load(t)
 	check := func(where string, s *openapi3.SchemaRef, example any) {
@@ -60,6 +61,10 @@ func TestExamplesMatchTheirSchemas(t *testing.T) {
 				t.Errorf("%s has no success answer", name)
 			}
 		}
+	}
+	for typ, item := range doc.Webhooks {
+		mt := item.Post.RequestBody.Value.Content.Get("application/json")
+		check("webhook "+typ, mt.Schema, mediaExample(mt))
 	}
 	errors := 0
 	for n, s := range doc.Components.Schemas {

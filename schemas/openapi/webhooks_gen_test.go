@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -20,7 +21,8 @@ import (
 //     underscores>.schema.json) and Event<Type> for its envelope (envelope.schema.json with
 //     `event` fixed to the type and `data` the data schema);
 //   - one `webhooks` entry per event type of the catalogue, a POST of Event<Type> with the
-//     delivery headers (components.parameters Delivery*) under the WebhookSignature scheme.
+//     delivery headers (components.parameters Delivery*) under the WebhookSignature scheme,
+//     and as its example the test call's delivery of the type (events.SampleData).
 //
 // `go test ./schemas/openapi -run TestWebhooks -update` rewrites both parts.
 const (
@@ -212,6 +214,15 @@ func webhookEntries(t *testing.T) string {
 		}
 		b.WriteString("      requestBody:\n        required: true\n        content:\n          application/json:\n")
 		fmt.Fprintf(&b, "            schema: {$ref: '#/components/schemas/Event%s'}\n", name)
+		example, err := json.Marshal(map[string]any{
+			"event": typ.Name, "event_id": "evt_0123456789abcdef01234567", "event_version": 1,
+			"created_at": "2026-01-01T00:00:00.000Z", "account_id": "acc_0123456789abcdef01234567",
+			"network": "mainnet", "test": true, "data": events.SampleData(typ.Name),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "            example: %s\n", example)
 		b.WriteString("      responses:\n")
 		b.WriteString("        '2XX':\n          description: Delivered. Any 2xx within 10 s acknowledges the event; its body is ignored.\n")
 		b.WriteString("        default:\n          description: Any other answer (3xx included), no answer or one slower than 10 s fails the attempt; it is retried on the schedule.\n")

@@ -15048,6 +15048,41 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "account_id": "acc_0123456789abcdef01234567",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "activation": {
+                 *           "amount_sun": 0,
+                 *           "hash": null,
+                 *           "performed": false
+                 *         },
+                 *         "amount": 65000,
+                 *         "batch_id": null,
+                 *         "client_order_id": "test",
+                 *         "delegate_hash": null,
+                 *         "delegate_hashes": [],
+                 *         "delegated_at": null,
+                 *         "delivered_amount": 65000,
+                 *         "duration_seconds": 3600,
+                 *         "expires_at": null,
+                 *         "order_id": "ord_000000000000000000000000",
+                 *         "partial": false,
+                 *         "receiver": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+                 *         "refunded_amount_sun": 0,
+                 *         "resource": "energy",
+                 *         "subscription_id": null,
+                 *         "tier": "1h",
+                 *         "total_amount_sun": 0
+                 *       },
+                 *       "event": "order.confirmed",
+                 *       "event_id": "evt_0123456789abcdef01234567",
+                 *       "event_version": 1,
+                 *       "network": "mainnet",
+                 *       "test": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["EventOrderConfirmed"];
             };
         };
@@ -15119,6 +15154,33 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "account_id": "acc_0123456789abcdef01234567",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "amount": 65000,
+                 *         "charged_amount_sun": 0,
+                 *         "client_order_id": "test",
+                 *         "failure": {
+                 *           "code": 5002,
+                 *           "message": "test event",
+                 *           "slug": "delegation_failed"
+                 *         },
+                 *         "order_id": "ord_000000000000000000000000",
+                 *         "receiver": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+                 *         "refund_complete": true,
+                 *         "refunded_amount_sun": 0,
+                 *         "resource": "energy",
+                 *         "tier": "1h"
+                 *       },
+                 *       "event": "order.failed",
+                 *       "event_id": "evt_0123456789abcdef01234567",
+                 *       "event_version": 1,
+                 *       "network": "mainnet",
+                 *       "test": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["EventOrderFailed"];
             };
         };
@@ -15190,6 +15252,28 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "account_id": "acc_0123456789abcdef01234567",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "amount": 65000,
+                 *         "client_order_id": "test",
+                 *         "expired_at": "2026-01-01T00:00:00.000Z",
+                 *         "order_id": "ord_000000000000000000000000",
+                 *         "receiver": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+                 *         "reclaim_hash": null,
+                 *         "refunded_amount_sun": 0,
+                 *         "resource": "energy",
+                 *         "tier": "1h"
+                 *       },
+                 *       "event": "order.expired",
+                 *       "event_id": "evt_0123456789abcdef01234567",
+                 *       "event_version": 1,
+                 *       "network": "mainnet",
+                 *       "test": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["EventOrderExpired"];
             };
         };
@@ -15261,6 +15345,28 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "account_id": "acc_0123456789abcdef01234567",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "amount": 65000,
+                 *         "client_order_id": "test",
+                 *         "order_id": "ord_000000000000000000000000",
+                 *         "receiver": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+                 *         "reclaim_hash": null,
+                 *         "reclaimed_at": "2026-01-01T00:00:00.000Z",
+                 *         "refunded_amount_sun": 0,
+                 *         "resource": "energy",
+                 *         "tier": "1h"
+                 *       },
+                 *       "event": "order.reclaimed",
+                 *       "event_id": "evt_0123456789abcdef01234567",
+                 *       "event_version": 1,
+                 *       "network": "mainnet",
+                 *       "test": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["EventOrderReclaimed"];
             };
         };
@@ -15332,6 +15438,32 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "account_id": "acc_0123456789abcdef01234567",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "amount": 65000,
+                 *         "charged_amount_sun": 0,
+                 *         "client_order_id": "test",
+                 *         "delivered_amount": 65000,
+                 *         "order_id": "ord_000000000000000000000000",
+                 *         "partial": false,
+                 *         "reason": "support_adjustment",
+                 *         "receiver": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+                 *         "refund_complete": true,
+                 *         "refunded_amount_sun": 0,
+                 *         "refunded_at": "2026-01-01T00:00:00.000Z",
+                 *         "resource": "energy",
+                 *         "tier": "1h"
+                 *       },
+                 *       "event": "order.refunded",
+                 *       "event_id": "evt_0123456789abcdef01234567",
+                 *       "event_version": 1,
+                 *       "network": "mainnet",
+                 *       "test": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["EventOrderRefunded"];
             };
         };
@@ -15403,6 +15535,32 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "account_id": "acc_0123456789abcdef01234567",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "batch_id": "bat_000000000000000000000000",
+                 *         "charged_amount_sun": 0,
+                 *         "client_batch_id": "test",
+                 *         "finished_at": "2026-01-01T00:00:00.000Z",
+                 *         "status": "completed",
+                 *         "summary": {
+                 *           "cancelled": 0,
+                 *           "completed": 1,
+                 *           "failed": 0,
+                 *           "insufficient_funds": 0,
+                 *           "partial": 0,
+                 *           "total": 1
+                 *         }
+                 *       },
+                 *       "event": "batch.completed",
+                 *       "event_id": "evt_0123456789abcdef01234567",
+                 *       "event_version": 1,
+                 *       "network": "mainnet",
+                 *       "test": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["EventBatchCompleted"];
             };
         };
@@ -15474,6 +15632,29 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "account_id": "acc_0123456789abcdef01234567",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "amount": 65000,
+                 *         "order_id": "ord_000000000000000000000000",
+                 *         "receiver": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+                 *         "refills_today": 1,
+                 *         "resource": "energy",
+                 *         "subscription_id": "sub_000000000000000000000000",
+                 *         "threshold_amount": 0,
+                 *         "tier": "1h",
+                 *         "total_amount_sun": 0,
+                 *         "trigger_available": 0
+                 *       },
+                 *       "event": "subscription.refilled",
+                 *       "event_id": "evt_0123456789abcdef01234567",
+                 *       "event_version": 1,
+                 *       "network": "mainnet",
+                 *       "test": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["EventSubscriptionRefilled"];
             };
         };
@@ -15545,6 +15726,24 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "account_id": "acc_0123456789abcdef01234567",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "available_sun": 0,
+                 *         "reason": "insufficient_funds",
+                 *         "receiver": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+                 *         "required_sun": 0,
+                 *         "subscription_id": "sub_000000000000000000000000"
+                 *       },
+                 *       "event": "subscription.suspended",
+                 *       "event_id": "evt_0123456789abcdef01234567",
+                 *       "event_version": 1,
+                 *       "network": "mainnet",
+                 *       "test": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["EventSubscriptionSuspended"];
             };
         };
@@ -15616,6 +15815,22 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "account_id": "acc_0123456789abcdef01234567",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "reason": "user",
+                 *         "receiver": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+                 *         "subscription_id": "sub_000000000000000000000000"
+                 *       },
+                 *       "event": "subscription.paused",
+                 *       "event_id": "evt_0123456789abcdef01234567",
+                 *       "event_version": 1,
+                 *       "network": "mainnet",
+                 *       "test": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["EventSubscriptionPaused"];
             };
         };
@@ -15687,6 +15902,24 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "account_id": "acc_0123456789abcdef01234567",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "amount_sun": 1,
+                 *         "next_billing_at": "2026-01-01T00:00:00.000Z",
+                 *         "plan": "basic",
+                 *         "receiver": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+                 *         "subscription_id": "sub_000000000000000000000000"
+                 *       },
+                 *       "event": "subscription.charged",
+                 *       "event_id": "evt_0123456789abcdef01234567",
+                 *       "event_version": 1,
+                 *       "network": "mainnet",
+                 *       "test": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["EventSubscriptionCharged"];
             };
         };
@@ -15758,6 +15991,34 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "account_id": "acc_0123456789abcdef01234567",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "amount_sun": 1,
+                 *         "asset": "TRX",
+                 *         "balance_sun": null,
+                 *         "block_number": null,
+                 *         "confirmations": null,
+                 *         "currency": "TRX",
+                 *         "rate": null,
+                 *         "rate_source": null,
+                 *         "reason": "adjustment",
+                 *         "reference_id": null,
+                 *         "sender": null,
+                 *         "spread_bps": null,
+                 *         "tx_hash": null,
+                 *         "txid": null,
+                 *         "usdt_amount": null
+                 *       },
+                 *       "event": "balance.credited",
+                 *       "event_id": "evt_0123456789abcdef01234567",
+                 *       "event_version": 1,
+                 *       "network": "mainnet",
+                 *       "test": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["EventBalanceCredited"];
             };
         };
@@ -15829,6 +16090,22 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "account_id": "acc_0123456789abcdef01234567",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "balance_sun": 0,
+                 *         "estimated_orders_remaining": 0,
+                 *         "threshold_sun": 0
+                 *       },
+                 *       "event": "balance.low",
+                 *       "event_id": "evt_0123456789abcdef01234567",
+                 *       "event_version": 1,
+                 *       "network": "mainnet",
+                 *       "test": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["EventBalanceLow"];
             };
         };
@@ -15900,6 +16177,23 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "account_id": "acc_0123456789abcdef01234567",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "address": "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+                 *         "retired_address": null,
+                 *         "retired_credit_until": null,
+                 *         "rotated_at": "2026-01-01T00:00:00.000Z"
+                 *       },
+                 *       "event": "deposit_address.rotated",
+                 *       "event_id": "evt_0123456789abcdef01234567",
+                 *       "event_version": 1,
+                 *       "network": "mainnet",
+                 *       "test": true
+                 *     }
+                 */
                 "application/json": components["schemas"]["EventDepositAddressRotated"];
             };
         };
