@@ -286,6 +286,45 @@ func TestEndpointTableMatchesOpenAPI(t *testing.T) {
 	for k := range inDoc {
 		t.Errorf("%s is in schemas/openapi/openapi.yaml but not in Endpoints", k)
 	}
+	// The codes the table implies for each endpoint are in its x-error-codes (and so typed
+	// in its error responses, schemas/openapi TestOperationsListTheirErrors).
+	for _, e := range Endpoints {
+		op := c.doc.Paths.Find(e.Path).GetOperation(e.Method)
+		have := operationCodes(op)
+		for _, code := range impliedCodes(e, op) {
+			if !slices.Contains(have, code) {
+				t.Errorf("%s: x-error-codes lacks %d, which its Endpoints row implies", e.key(), code)
+			}
+		}
+	}
+}
+
+// impliedCodes are the catalogue codes an endpoint can answer by its row of Endpoints and
+// its request alone: the credentials it takes (docs/auth.md), the per-IP budget every call
+// is charged, a JSON body, and the answers of any handler.
+func impliedCodes(e Endpoint, op *openapi3.Operation) []int {
+	codes := []int{apierr.RateLimited.Code, apierr.InternalError.Code, apierr.Timeout.Code, apierr.NotImplemented.Code}
+	if e.Auth.Has(CredKey) {
+		codes = append(codes, apierr.MissingCredentials.Code, apierr.InvalidSignature.Code, apierr.SignatureTimestampSkew.Code,
+			apierr.IPNotAllowed.Code, apierr.KeyRevoked.Code, apierr.KeyInactive.Code, apierr.ReplayedSignature.Code,
+			apierr.KeyEnvironmentMismatch.Code)
+		if e.Scope != "" {
+			codes = append(codes, apierr.InsufficientScope.Code)
+		}
+	}
+	if e.Auth.Has(CredSession) {
+		codes = append(codes, apierr.SessionExpired.Code)
+		if unsafeMethod([]byte(e.Method)) {
+			codes = append(codes, apierr.CSRFTokenInvalid.Code)
+		}
+	}
+	if e.Auth.Has(CredBootstrap) {
+		codes = append(codes, apierr.BootstrapTokenExpired.Code)
+	}
+	if op.RequestBody != nil && op.RequestBody.Value.Required {
+		codes = append(codes, apierr.MalformedJSON.Code)
+	}
+	return codes
 }
 
 // The contract check catches a wrong field: a body the document does not allow fails it,

@@ -317,7 +317,7 @@ func TestWebhookURLSafety(t *testing.T) {
 // Every type of the catalogue has a test payload.
 func TestWebhookTestPayloadForEveryType(t *testing.T) {
 	for _, typ := range webhooks.EventTypes() {
-		if testEventData[typ] == nil {
+		if events.SampleData(typ) == nil {
 			t.Errorf("%s has no test payload", typ)
 		}
 	}

@@ -17,20 +17,7 @@ import (
 // has it.
 func SharedSpec(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory; cannot locate ../shared/spec")
-		}
-		dir = parent
-	}
+	dir := RepoRoot(t)
 	path := filepath.Join(dir, "..", "shared", "spec", "rental-api-v1.md")
 	b, err := os.ReadFile(path)
 	switch {

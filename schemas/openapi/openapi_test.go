@@ -3,6 +3,7 @@ package openapi
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,8 +66,9 @@ func errorCodes(t *testing.T, name string, op *openapi3.Operation) []int {
 }
 
 // Every operation lists the catalogue codes it can return, each a code of schemas/apierr,
-// and its error responses are exactly the ErrorNNN of the statuses of those codes. Every
-// catalogue code is returned by some operation, or the document says why none does
+// and its error responses are exactly one <operationId><status> per HTTP status of those
+// codes, whose body admits those codes of that status and no other. Every catalogue code
+// is returned by some operation, or the document says why none does
 // (x-error-codes-without-operation).
 func TestOperationsListTheirErrors(t *testing.T) {
 	doc := load(t)
@@ -87,7 +89,7 @@ func TestOperationsListTheirErrors(t *testing.T) {
 			if op.OperationID == "" {
 				t.Errorf("%s has no operationId", name)
 			}
-			want := map[string]bool{}
+			want := map[string][]int{}
 			for _, code := range errorCodes(t, name, op) {
 				c, ok := apierr.ByCode(code)
 				if !ok {
@@ -95,20 +97,32 @@ func TestOperationsListTheirErrors(t *testing.T) {
 					continue
 				}
 				used[code] = true
-				want[strconv.Itoa(c.Status)] = true
+				s := strconv.Itoa(c.Status)
+				want[s] = append(want[s], code)
+			}
+			if d := op.Responses.Default(); d == nil || d.Ref != "#/components/responses/TransportError" {
+				t.Errorf("%s: the default response is not TransportError", name)
 			}
 			for status, r := range op.Responses.Map() {
+				if status == "default" {
+					continue
+				}
 				n, _ := strconv.Atoi(status)
-				if n < 400 {
+				if n < 400 || op.OperationID == "getStatus" && n == 503 {
+					// GET /v1/status answers 503 with the status body.
 					continue
 				}
-				ref := "#/components/responses/Error" + status
-				if r.Ref != ref {
-					// A body of its own (GET /v1/status answers 503 with the status body).
+				if ref := "#/components/responses/" + op.OperationID + status; r.Ref != ref {
+					t.Errorf("%s: response %s is %q, want %s", name, status, r.Ref, ref)
 					continue
 				}
-				if !want[status] {
+				codes, ok := want[status]
+				if !ok {
 					t.Errorf("%s documents %s but none of its x-error-codes has that status", name, status)
+					continue
+				}
+				if got := bodyCodes(t, r.Value.Content.Get("application/json").Schema); !slices.Equal(got, codes) {
+					t.Errorf("%s %s: the body admits codes %v, x-error-codes of that status are %v", name, status, got, codes)
 				}
 				delete(want, status)
 			}
@@ -129,6 +143,32 @@ func TestOperationsListTheirErrors(t *testing.T) {
 			t.Errorf("%d is in x-error-codes-without-operation but an operation returns it", code)
 		}
 	}
+}
+
+// bodyCodes returns the codes an error body schema admits: the error.code const of each
+// Error<code> it is, or is any of (the codes exclude each other), checked against the catalogue row (slug, retryable) and
+// with a details schema.
+func bodyCodes(t *testing.T, s *openapi3.SchemaRef) []int {
+	t.Helper()
+	branches := []*openapi3.SchemaRef{s}
+	if len(s.Value.AnyOf) > 0 {
+		branches = s.Value.AnyOf
+	}
+	var codes []int
+	for _, b := range branches {
+		e := b.Value.Properties["error"].Value
+		code := int(e.Properties["code"].Value.Const.(float64))
+		c, ok := apierr.ByCode(code)
+		if !ok || e.Properties["slug"].Value.Const != c.Slug || e.Properties["retryable"].Value.Const != c.Retryable {
+			t.Errorf("%s: error.code %d with slug %v and retryable %v is not a catalogue row", b.Ref, code, e.Properties["slug"].Value.Const, e.Properties["retryable"].Value.Const)
+		}
+		if d := e.Properties["details"]; d == nil || d.Value.Type == nil || !d.Value.Type.Is("object") {
+			t.Errorf("%s: no details schema", b.Ref)
+		}
+		codes = append(codes, code)
+	}
+	slices.Sort(codes)
+	return codes
 }
 
 // JSON is the same document as the YAML.
