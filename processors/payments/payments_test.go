@@ -23,8 +23,8 @@ import (
 	"rental/infra/tronsim"
 	"rental/processors/orderflow"
 	"rental/processors/payments"
-	paying "rental/schemas/payments"
 	"rental/schemas/network"
+	paying "rental/schemas/payments"
 	"rental/schemas/pricing"
 )
 
@@ -114,7 +114,9 @@ func newEnv(t *testing.T) *env {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 2)
-	go func() { done <- flow.Run(runCtx, orderflow.RunOptions{Brokers: []string{brokers}, SweepEvery: 50 * time.Millisecond}) }()
+	go func() {
+		done <- flow.Run(runCtx, orderflow.RunOptions{Brokers: []string{brokers}, SweepEvery: 50 * time.Millisecond})
+	}()
 	go func() { done <- proc.Run(runCtx) }()
 	t.Cleanup(func() {
 		cancel()
