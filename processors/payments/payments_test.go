@@ -206,7 +206,8 @@ func (e *env) payment(txid, status string) paystore.View {
 func (e *env) checkPayments() {
 	rows, err := e.db.Pool.Query(context.Background(), `SELECT p.txid, p.amount_sun, p.kept_sun, p.refund_sun,
 		coalesce(o.charged_amount_sun - o.refunded_amount_sun, 0)
-		FROM payments p LEFT JOIN orders o ON o.id = p.order_id WHERE p.settled OR p.status IN ('refunded', 'refunding', 'kept')`)
+		FROM payments p LEFT JOIN orders o ON o.id = p.order_id
+		WHERE (p.settled OR p.status IN ('refunded', 'refunding', 'kept')) AND p.status <> 'reverted'`)
 	if err != nil {
 		e.t.Error(err)
 		return
@@ -303,4 +304,49 @@ func TestPayByTransfer(t *testing.T) {
 	if _, err := e.store.Look(ctx, "00"+tx.TxID[2:]); !errors.Is(err, paystore.ErrNotFound) {
 		t.Fatalf("unknown txid: %v", err)
 	}
+}
+
+// A fork that moves the transfer to another block changes nothing: one order. A transfer a
+// fork removed for good (it can no longer be included: its expiration passed) after its
+// energy was delegated is reclaimed at once and its money taken back out of the transfer
+// account; the ledger still balances.
+func TestForkAfterDelivery(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	w := e.wallet(100 * tron.SunPerTRX)
+	tx := e.send(w, e.addrs["energy_1h"], 1_000_000, "")
+	v := e.payment(tx.TxID, paying.StatusDelivered)
+	head := e.chain.Sim.Head()
+	if _, err := e.chain.Sim.Fork(int(head.Number - v.BlockNum + 1)); err != nil {
+		t.Fatal(err)
+	}
+	e.until("the transfer is recorded in its new block", func() bool {
+		p, err := e.store.Get(ctx, tx.TxID)
+		return err == nil && p.BlockNum > v.BlockNum && p.OrphanedAt == nil
+	})
+	var n int
+	if err := e.db.Pool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE client_order_id = $1`, tx.TxID).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d orders after the fork (%v)", n, err)
+	}
+	if p, _ := e.store.Get(ctx, tx.TxID); p.Status == paying.StoredReverted {
+		t.Fatal("a transfer the fork re-included was reverted")
+	}
+
+	// What a fork that dropped the transfer leaves: its block gone, its expiration past.
+	if _, err := e.db.Pool.Exec(ctx, `UPDATE payments SET orphaned_at = now(), tx_expires = now() - interval '1 hour' WHERE txid = $1`, tx.TxID); err != nil {
+		t.Fatal(err)
+	}
+	e.payment(tx.TxID, paying.StatusFailed)
+	p, _ := e.store.Get(ctx, tx.TxID)
+	if p.Status != paying.StoredReverted || p.Reason == nil || *p.Reason != paying.ReasonReclaimedByFork {
+		t.Fatalf("payment %+v", p)
+	}
+	var reclaim *time.Time
+	if err := e.db.Pool.QueryRow(ctx, `SELECT reclaim_requested_at FROM orders WHERE id = $1`, *p.OrderID).Scan(&reclaim); err != nil || reclaim == nil {
+		t.Fatalf("the order was not reclaimed: %v %v", reclaim, err)
+	}
+	e.until("the delegation is taken back", func() bool {
+		r, err := e.chain.Node.GetAccountResource(ctx, w.Address())
+		return err == nil && r.EnergyLimit == 0
+	})
 }

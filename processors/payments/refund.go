@@ -13,6 +13,7 @@ import (
 	"rental/infra/paystore"
 	"rental/infra/tron"
 	"rental/schemas/ledger"
+	"rental/schemas/orders"
 	"rental/schemas/payments"
 )
 
@@ -124,6 +125,9 @@ func (p *Processor) orphansAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// errNotYet rolls back a reversal to try at a later pass.
+var errNotYet = errors.New("payments: not yet")
+
 func (p *Processor) reverse(ctx context.Context, o paystore.Payment) error {
 	var loss int64
 	ok, err := p.o.Store.Act(ctx, o.TxID, o.Status, func(tx pgx.Tx, cur paystore.Payment) error {
@@ -131,13 +135,25 @@ func (p *Processor) reverse(ctx context.Context, o paystore.Payment) error {
 			return nil // included again meanwhile
 		}
 		if cur.OrderID != nil {
-			row, err := orderstore.GetAny(ctx, tx, *cur.OrderID)
+			row, err := orderstore.Lock(ctx, tx, *cur.OrderID)
 			if err != nil {
 				return err
 			}
-			if !row.Status.Terminal() {
-				if _, _, err := orderstore.RequestReclaim(ctx, tx, row.ID, p.o.Now()); err != nil {
+			switch {
+			case row.Status.Terminal():
+			case row.Status != orders.Confirmed && row.Status != orders.Active:
+				return errNotYet // a delegation still landing is reclaimed once confirmed
+			case row.FilledBy == nil || *row.FilledBy == orders.FilledByPool:
+				// The own pools' delegation is taken back by the order processor as for
+				// POST /v1/orders/{id}/reclaim; a provider's fill cannot be.
+				_, fresh, err := orderstore.RequestReclaim(ctx, tx, row.ID, p.o.Now())
+				if err != nil {
 					return err
+				}
+				if fresh {
+					if err := orderstore.Enqueue(ctx, tx, row.ID, orderstore.IntentReclaim); err != nil {
+						return err
+					}
 				}
 			}
 			loss = row.ChargedAmountSun - row.RefundedAmountSun
@@ -147,6 +163,9 @@ func (p *Processor) reverse(ctx context.Context, o paystore.Payment) error {
 		}
 		return p.reverseLedger(ctx, tx, cur, loss)
 	})
+	if errors.Is(err, errNotYet) {
+		return nil
+	}
 	if err != nil || !ok {
 		return err
 	}
