@@ -49,6 +49,7 @@ bash infra/bench/prices.sh
 bash infra/bench/resources.sh
 bash infra/bench/orders.sh # signed POST /v1/orders, whole pipeline running, vs pgbench TPC-B on the same database
 bash infra/bench/orders.sh delivery # orders reaching a broadcast delegation (3 s blocks), vs pgbench TPC-B
+bash infra/bench/payments.sh # pay by transfer: the transfer's block to the energy, vs the block interval
 
 # Webhook deliveries drained by the deliverer (Kafka in, signed POST out, history written),
 # against plain signed POSTs to the same kind of receiver. The same benchmark also reports

@@ -38,7 +38,7 @@ const seed = "72656e74616c2d7061792d62792d7472616e736665722d74657374732d6f6e6c79
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // liveSnapshots prices 1 h energy at 60.00 SUN (min 10,000), activation 1.1 TRX.
-type liveSnapshots struct{ t *testing.T }
+type liveSnapshots struct{ t testing.TB }
 
 func (l liveSnapshots) Current() (pricing.Snapshot, bool) {
 	s, err := pricing.Build(pricing.Inputs{Model: pricing.Model{
@@ -58,7 +58,7 @@ func (l liveSnapshots) Current() (pricing.Snapshot, bool) {
 }
 
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	db      *testenv.DB
 	chain   *chainstack.Chain
 	store   *paystore.Store
@@ -67,15 +67,20 @@ type env struct {
 	addrs   map[string]tron.Address // row key -> payment address
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv starts everything with blocks every 100 ms, or every blockInterval when given.
+func newEnv(t testing.TB, blockInterval ...time.Duration) *env {
 	t.Helper()
+	var simOpts []func(*tronsim.Options)
+	for _, d := range blockInterval {
+		simOpts = append(simOpts, func(o *tronsim.Options) { o.BlockInterval = d })
+	}
 	ctx := context.Background()
 	e := &env{t: t, db: testenv.Postgres(t), addrs: map[string]tron.Address{}}
 	brokers := testenv.Kafka(t)
 	ps := sha256.Sum256([]byte("payments test pool"))
 	pool := tron.PrivateKeyFromBytes(ps[:])
 	e.chain = chainstack.Start(t, e.db.Pool, brokers, network.Mainnet, []tronsim.GenesisAccount{{Address: pool.Address(),
-		BalanceSun: 1_000 * tron.SunPerTRX, StakeEnergySun: 10_000_000 * tron.SunPerTRX, StakeBandwidthSun: 10_000_000 * tron.SunPerTRX}})
+		BalanceSun: 1_000 * tron.SunPerTRX, StakeEnergySun: 10_000_000 * tron.SunPerTRX, StakeBandwidthSun: 10_000_000 * tron.SunPerTRX}}, simOpts...)
 	var err error
 	if e.ledger, err = ledgerstore.New(e.db.Pool, ledgerstore.Options{Network: network.Mainnet}); err != nil {
 		t.Fatal(err)
