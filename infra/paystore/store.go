@@ -145,15 +145,15 @@ func (s *Store) Commit(ctx context.Context, from Cursor, had bool, blocks []Bloc
 				ON CONFLICT (network, block_num) DO UPDATE SET block_id = EXCLUDED.block_id`, string(s.net), bl.Num, bl.ID)
 			for _, p := range bl.Payments {
 				b.Queue(`INSERT INTO payments (txid, network, address, row_key, sender, receiver, memo, asset, amount_sun, block_num,
-					block_id, block_time, tx_expires, status)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+					block_id, block_time, tx_expires, status, reason)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 					ON CONFLICT (txid) DO UPDATE SET block_num = EXCLUDED.block_num, block_id = EXCLUDED.block_id,
 						block_time = EXCLUDED.block_time, orphaned_at = NULL,
 						status = CASE WHEN payments.status = 'reverted' THEN 'seen' ELSE payments.status END,
 						reason = CASE WHEN payments.status = 'reverted' THEN NULL ELSE payments.reason END,
 						updated_at = now()`,
 					p.TxID, string(s.net), p.Address, p.RowKey, p.Sender, p.Receiver, p.Memo, p.Asset, p.AmountSun, bl.Num,
-					bl.ID, p.BlockTime, p.TxExpires, p.Status)
+					bl.ID, p.BlockTime, p.TxExpires, p.Status, p.Reason)
 			}
 		}
 		last := blocks[len(blocks)-1]

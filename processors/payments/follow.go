@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"rental/infra/paystore"
@@ -57,7 +58,12 @@ func (p *Processor) Follow(ctx context.Context) error {
 			}
 			return p.rewind(ctx, cur)
 		}
-		bl := paystore.Block{Num: n, ID: b.BlockID, Payments: p.extract(b)}
+		pays := p.extract(b)
+		tokens, err := p.tokenTransfers(ctx, b)
+		if err != nil {
+			return err
+		}
+		bl := paystore.Block{Num: n, ID: b.BlockID, Payments: append(pays, tokens...)}
 		recorded += len(bl.Payments)
 		blocks = append(blocks, bl)
 		prev = b.BlockID
@@ -139,3 +145,55 @@ func (p *Processor) extract(b *tron.Block) []paystore.Payment {
 	}
 	return out
 }
+
+// tokenTransfers records the TRC-20 Transfer logs of Options.Tokens (USDT) to a payment
+// address in b: no order, held for support as an oversized USDT deposit is (status held,
+// reason token_held, amount_sun carrying the token's units). Only a block with a contract
+// call costs a node read (its transaction infos).
+func (p *Processor) tokenTransfers(ctx context.Context, b *tron.Block) ([]paystore.Payment, error) {
+	if len(p.o.Tokens) == 0 {
+		return nil, nil
+	}
+	calls := false
+	for i := range b.Transactions {
+		if b.Transactions[i].ContractTypeName() == "TriggerSmartContract" {
+			calls = true
+			break
+		}
+	}
+	if !calls {
+		return nil, nil
+	}
+	infos, err := p.o.Node.GetTransactionInfoByBlockNum(ctx, b.Number())
+	if err != nil {
+		return nil, err
+	}
+	var out []paystore.Payment
+	for _, info := range infos {
+		if info.Failed() {
+			continue
+		}
+		for _, l := range info.Log {
+			ev, ok, err := tron.DecodeTransferLog(l)
+			if err != nil || !ok || !slices.Contains(p.o.Tokens, ev.Token) || !ev.Amount.IsInt64() {
+				continue
+			}
+			addr, ours := p.o.Addresses[ev.To]
+			if !ours {
+				continue
+			}
+			out = append(out, paystore.Payment{
+				TxID: info.ID, Address: ev.To.String(), RowKey: addr.RowKey, Sender: ev.From.String(), Receiver: ev.From.String(),
+				Asset: "USDT", AmountSun: ev.Amount.Int64(), BlockTime: time.UnixMilli(b.Timestamp()).UTC(),
+				TxExpires: time.UnixMilli(b.Timestamp()).UTC(), Status: payments.StoredHeld, Reason: ptr(payments.ReasonToken),
+			})
+			p.m.outcomes.WithLabelValues("held").Inc()
+			p.log.Warn("token sent to a payment address: held for support", "txid", info.ID, "address", ev.To.String(),
+				"units", ev.Amount.String())
+			break // one row per transaction
+		}
+	}
+	return out, nil
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -79,6 +79,9 @@ type Options struct {
 	Addresses map[tron.Address]Address
 	// AccountID is the transfer account every payment's order belongs to.
 	AccountID string
+	// Tokens are the TRC-20 contracts (USDT) whose transfers to a payment address are
+	// recorded and held for support (never an order).
+	Tokens []tron.Address
 	Rules     payments.Rules
 	// Confirmations: a block is read once Confirmations blocks hold it (1: the head).
 	Confirmations int

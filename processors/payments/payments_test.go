@@ -112,7 +112,7 @@ func newEnv(t testing.TB, blockInterval ...time.Duration) *env {
 		t.Fatal(err)
 	}
 	proc, err := payments.New(payments.Options{Store: e.store, Ledger: e.ledger, Placer: orders, Prices: prices, Node: e.chain.Node,
-		Addresses: addrs, AccountID: e.account, Rules: paying.Rules{MaxSun: 1_000 * tron.SunPerTRX, DustSun: 100_000},
+		Addresses: addrs, AccountID: e.account, Tokens: []tron.Address{e.chain.Sim.USDTContract()}, Rules: paying.Rules{MaxSun: 1_000 * tron.SunPerTRX, DustSun: 100_000},
 		Confirmations: 1, Start: 0, PollEvery: 50 * time.Millisecond, Logger: quiet(), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -303,6 +303,17 @@ func TestPayByTransfer(t *testing.T) {
 	}
 	if orders != 2 || refunds != 1 {
 		t.Fatalf("after a replay: %d orders, %d refunds; want 2 and 1", orders, refunds)
+	}
+
+	// USDT sent to a payment address is no order: recorded and held for support.
+	usdt, err := e.chain.Sim.TransferUSDT(energy1h, 7_000_000, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uv := e.payment(usdt, paying.StatusFailed)
+	if uv.Asset != "USDT" || uv.AmountSun != 7_000_000 || uv.Status != paying.StoredHeld || uv.OrderID != nil ||
+		uv.Reason == nil || *uv.Reason != paying.ReasonToken {
+		t.Fatalf("USDT payment %+v", uv)
 	}
 
 	// An unknown transaction id is not found.

@@ -179,6 +179,9 @@ func (p *Processor) reverse(ctx context.Context, o paystore.Payment) error {
 // part still there (what was neither spent on the order nor refunded nor kept) as a
 // payment_refund to nobody, and the part the order spent as the loss.
 func (p *Processor) reverseLedger(ctx context.Context, tx pgx.Tx, cur paystore.Payment, loss int64) error {
+	if cur.Status == payments.StoredHeld {
+		return paystore.Reverted(ctx, tx, cur.TxID, payments.ReasonReclaimedByFork) // a token: never in the ledger
+	}
 	details := map[string]any{"reason": payments.ReasonReclaimedByFork}
 	// A refund stands (its transaction is signed and may land): it is part of the loss.
 	left := cur.AmountSun - loss - cur.KeptSun

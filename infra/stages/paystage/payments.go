@@ -150,6 +150,10 @@ func Payments(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slo
 	if err != nil {
 		return nil, err
 	}
+	var tokens []tron.Address
+	if !cfg.USDTContract.IsZero() {
+		tokens = append(tokens, cfg.USDTContract)
+	}
 	run := stages.RunnerFunc(func(ctx context.Context) error {
 		var account string
 		// The account and the table's addresses, retried until the database answers.
@@ -171,7 +175,7 @@ func Payments(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slo
 		p, err := payments.New(payments.Options{
 			Store: paystore.New(pool, cfg.Network), Ledger: led, Placer: acc, Prices: prices,
 			Node:      tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(3*time.Second)),
-			Addresses: addrs, AccountID: account,
+			Addresses: addrs, AccountID: account, Tokens: tokens,
 			Rules:         paying.Rules{MaxSun: cfg.Payments.MaxSun, DustSun: cfg.Payments.DustSun},
 			Confirmations: cfg.Payments.Confirmations, Start: -1, PollEvery: cfg.Payments.PollEvery,
 			Logger: log, Registerer: reg,
