@@ -82,7 +82,7 @@ type Options struct {
 	// Tokens are the TRC-20 contracts (USDT) whose transfers to a payment address are
 	// recorded and held for support (never an order).
 	Tokens []tron.Address
-	Rules     payments.Rules
+	Rules  payments.Rules
 	// Confirmations: a block is read once Confirmations blocks hold it (1: the head).
 	Confirmations int
 	// Start is the first block read when no cursor is stored; negative: the current head.
