@@ -18,6 +18,7 @@ import (
 	"rental/infra/paystore"
 	"rental/infra/stages/paystage"
 	"rental/infra/testenv"
+	"rental/infra/sweep"
 	"rental/infra/testenv/chainstack"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
@@ -315,6 +316,37 @@ func TestPayByTransfer(t *testing.T) {
 		uv.Reason == nil || *uv.Reason != paying.ReasonToken {
 		t.Fatalf("USDT payment %+v", uv)
 	}
+
+	// The payment address is swept to the treasury of what no payment needs any more.
+	e.until("every TRX payment is settled or refunded", func() bool {
+		var open int
+		err := e.db.Pool.QueryRow(ctx, `SELECT count(*) FROM payments WHERE asset = 'TRX' AND NOT settled AND status <> 'refunded'`).Scan(&open)
+		return err == nil && open == 0
+	})
+	keys, err := sweep.NewKeys(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	treasury := e.wallet(tron.SunPerTRX) // an existing account, as a treasury is
+	sw, err := sweep.New(sweep.Options{Pool: e.db.Pool, Node: e.chain.Node, Keys: keys, Treasury: treasury.Address(),
+		USDTContract: e.chain.Sim.USDTContract()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := e.chain.Sim.Account(energy1h)
+	// A run skips the addresses while the follower trails the head (a block every 100 ms
+	// here), so a few runs may be needed.
+	e.until("a sweep is signed", func() bool {
+		rep, err := sw.RunOnce(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Signed["trx"] == 1
+	})
+	e.until("the treasury has the payments' money", func() bool {
+		a, ok := e.chain.Sim.Account(treasury.Address())
+		return ok && a.BalanceSun == tron.SunPerTRX+before.BalanceSun-500_000
+	})
 
 	// An unknown transaction id is not found.
 	if _, err := e.store.Look(ctx, "00"+tx.TxID[2:]); !errors.Is(err, paystore.ErrNotFound) {
