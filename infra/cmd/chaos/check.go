@@ -57,6 +57,7 @@ func (e *env) soak(ctx context.Context) (result, error) {
 	l := &load{e: e, accts: accts, receivers: receivers, run: randomHex(4)}
 	genDone := make(chan struct{})
 	go func() { defer close(genDone); l.generate(ctx, clientCtx, end, e.st.rate) }()
+	pay := e.startPayments(clientCtx, end) // payments.go
 	faults, ferr := e.schedule(ctx, end)
 	<-genDone
 	if ferr != nil {
@@ -88,6 +89,9 @@ func (e *env) soak(ctx context.Context) (result, error) {
 	}
 	if err := e.checkChain(ctx, f, receivers); err != nil {
 		return res, fmt.Errorf("checks on chain: %w", err)
+	}
+	if err := e.checkPayments(ctx, f, pay); err != nil {
+		return res, fmt.Errorf("checks of payments by transfer: %w", err)
 	}
 	for _, o := range all {
 		if o.outcome == "created" {
