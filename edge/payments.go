@@ -44,33 +44,6 @@ func (m *Payments) Handlers() map[string]HandlerFunc {
 	return map[string]HandlerFunc{"GET /v1/payments/{txid}": m.getPayment}
 }
 
-// Payment is the body of GET /v1/payments/{txid}.
-type Payment struct {
-	TxID           string       `json:"txid"`
-	Network        string       `json:"network"`
-	Status         string       `json:"status"`
-	Row            string       `json:"row"`
-	PaymentAddress string       `json:"payment_address"`
-	Sender         string       `json:"sender"`
-	Receiver       string       `json:"receiver"`
-	Memo           *string      `json:"memo"`
-	Asset          string       `json:"asset"`
-	AmountSun      int64        `json:"amount_sun"`
-	BlockNumber    int64        `json:"block_number"`
-	BlockTime      events.Time  `json:"block_time"`
-	OrderID        *string      `json:"order_id"`
-	Amount         *int64       `json:"amount"`
-	PriceSun       *int64       `json:"price_sun"`
-	KeptSun        int64        `json:"kept_sun"`
-	RefundSun      int64        `json:"refund_sun"`
-	Reason         *string      `json:"reason"`
-	DelegateHashes []string     `json:"delegate_hashes"`
-	RefundTxID     *string      `json:"refund_txid"`
-	ExpiresAt      *events.Time `json:"expires_at"`
-	SeenAt         events.Time  `json:"seen_at"`
-	DeliveredAt    *events.Time `json:"delivered_at"`
-}
-
 var txidPattern = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 
 func (m *Payments) getPayment(ctx context.Context, rc *fasthttp.RequestCtx) error {
@@ -89,7 +62,7 @@ func (m *Payments) getPayment(ctx context.Context, rc *fasthttp.RequestCtx) erro
 	return WriteJSON(rc, fasthttp.StatusOK, paymentBody(v))
 }
 
-func paymentBody(v paystore.View) Payment {
+func paymentBody(v paystore.View) payments.Record {
 	at := func(t *time.Time) *events.Time {
 		if t == nil {
 			return nil
@@ -101,7 +74,7 @@ func paymentBody(v paystore.View) Payment {
 	if hashes == nil {
 		hashes = []string{}
 	}
-	return Payment{
+	return payments.Record{
 		TxID: v.TxID, Network: string(v.Network), Status: payments.PublicStatus(v.Status), Row: v.RowKey, PaymentAddress: v.Address,
 		Sender: v.Sender, Receiver: v.Receiver, Memo: v.Memo, Asset: v.Asset, AmountSun: v.AmountSun, BlockNumber: v.BlockNum,
 		BlockTime: events.Time(v.BlockTime), OrderID: v.OrderID, Amount: v.OrderAmount, PriceSun: v.PriceSun, KeptSun: v.KeptSun,

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"rental/infra/client"
 	"rental/infra/paystore"
 	"rental/infra/testenv"
 	"rental/schemas/network"
@@ -31,6 +32,11 @@ func TestPaymentLookUp(t *testing.T) {
 	if r.status != 200 || r.json["status"] != "refunded" || r.json["refund_sun"] != float64(500_000) || r.json["reason"] != "below_minimum" ||
 		r.json["row"] != "energy_1h" || r.json["block_time"] != "2026-11-28T10:00:00.000Z" || r.json["order_id"] != nil {
 		t.Fatalf("HTTP %d %s", r.status, r.body)
+	}
+	// The Go client without a key reads the same.
+	got, err := client.New(ts.url, "", "").Payment(context.Background(), txid)
+	if err != nil || got.Status != "refunded" || got.RefundTxID == nil || *got.RefundTxID != strings.Repeat("cd", 32) || got.DelegateHashes == nil {
+		t.Fatalf("client: %+v %v", got, err)
 	}
 	wantError(t, ts.do(t, "GET", "/v1/payments/"+strings.Repeat("00", 32), "", ""), 404, 3022, "object_not_found", "txid")
 	wantError(t, ts.do(t, "GET", "/v1/payments/not-a-txid", "", ""), 400, 2001, "validation_failed", "txid")

@@ -4,36 +4,12 @@ import (
 	"context"
 	"net/url"
 
-	"rental/schemas/events"
+	"rental/schemas/payments"
 )
 
 // Payment is GET /v1/payments/{txid}: a TRX transfer to a payment address of the price
 // table and what became of it (docs/pricing.md "Pay by transfer").
-type Payment struct {
-	TxID           string       `json:"txid"`
-	Network        string       `json:"network"`
-	Status         string       `json:"status"` // seen, delivering, delivered, refunded, failed
-	Row            string       `json:"row"`
-	PaymentAddress string       `json:"payment_address"`
-	Sender         string       `json:"sender"`
-	Receiver       string       `json:"receiver"`
-	Memo           *string      `json:"memo"`
-	Asset          string       `json:"asset"`
-	AmountSun      int64        `json:"amount_sun"`
-	BlockNumber    int64        `json:"block_number"`
-	BlockTime      events.Time  `json:"block_time"`
-	OrderID        *string      `json:"order_id"`
-	Amount         *int64       `json:"amount"`
-	PriceSun       *int64       `json:"price_sun"`
-	KeptSun        int64        `json:"kept_sun"`
-	RefundSun      int64        `json:"refund_sun"`
-	Reason         *string      `json:"reason"`
-	DelegateHashes []string     `json:"delegate_hashes"`
-	RefundTxID     *string      `json:"refund_txid"`
-	ExpiresAt      *events.Time `json:"expires_at"`
-	SeenAt         events.Time  `json:"seen_at"`
-	DeliveredAt    *events.Time `json:"delivered_at"`
-}
+type Payment = payments.Record
 
 // Payment reads GET /v1/payments/{txid}; an unknown transaction id is an *Error 3022.
 func (c *Client) Payment(ctx context.Context, txid string) (Payment, error) {
