@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"rental/infra/tron"
+	"rental/infra/tronsim"
 )
 
 // benchBlock is the block interval of the benchmark's chain (TRON's is 3 s; the ratio to
@@ -23,7 +24,7 @@ const benchBlock = time.Second
 // transfers from 20 wallets, a quarter block apart. Blocks and accounts are watched in the
 // simulator's process (no HTTP), every 2 ms.
 func BenchmarkPayByTransfer(b *testing.B) {
-	e := newEnv(b, benchBlock)
+	e := newEnv(b, func(o *tronsim.Options) { o.BlockInterval = benchBlock })
 	ctx := context.Background()
 	pay := e.addrs["energy_1h"]
 	var mu sync.Mutex

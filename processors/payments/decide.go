@@ -204,7 +204,13 @@ func (p *Processor) signRefund(ctx context.Context, from, to string, sun int64) 
 	if err != nil {
 		return nil, err
 	}
-	raw, err := tron.CheckBuilt(tx, tron.Intent{Contract: c, Now: p.o.Now()})
+	// The node sets the expiration from its head block's time (java-tron's
+	// TransactionCapsule: head time + 60 s), which is the clock it is checked against.
+	head, err := p.o.Node.GetHead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := tron.CheckBuilt(tx, tron.Intent{Contract: c, Now: time.UnixMilli(head.Timestamp())})
 	if err != nil {
 		return nil, err
 	}

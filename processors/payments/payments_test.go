@@ -68,13 +68,9 @@ type env struct {
 	addrs   map[string]tron.Address // row key -> payment address
 }
 
-// newEnv starts everything with blocks every 100 ms, or every blockInterval when given.
-func newEnv(t testing.TB, blockInterval ...time.Duration) *env {
+// newEnv starts everything with blocks every 100 ms; simOpts change the simulator's options.
+func newEnv(t testing.TB, simOpts ...func(*tronsim.Options)) *env {
 	t.Helper()
-	var simOpts []func(*tronsim.Options)
-	for _, d := range blockInterval {
-		simOpts = append(simOpts, func(o *tronsim.Options) { o.BlockInterval = d })
-	}
 	ctx := context.Background()
 	e := &env{t: t, db: testenv.Postgres(t), addrs: map[string]tron.Address{}}
 	brokers := testenv.Kafka(t)
@@ -396,5 +392,19 @@ func TestForkAfterDelivery(t *testing.T) {
 	e.until("the delegation is taken back", func() bool {
 		r, err := e.chain.Node.GetAccountResource(ctx, w.Address())
 		return err == nil && r.EnergyLimit == 0
+	})
+}
+
+// The node's clock is the chain's (its head block's time), not this machine's: a chain
+// whose time trails the wall clock (a dev chain stopped and restarted) still gets its
+// refunds signed and sent, as on a real node.
+func TestRefundOnAChainBehindTheClock(t *testing.T) {
+	e := newEnv(t, func(o *tronsim.Options) { o.GenesisTime = time.Now().Add(-2 * time.Hour) })
+	w := e.wallet(10 * tron.SunPerTRX)
+	tx := e.send(w, e.addrs["energy_1h"], 500_000, "")
+	e.payment(tx.TxID, paying.StatusRefunded)
+	e.until("the refund landed", func() bool {
+		p, err := e.store.Get(context.Background(), tx.TxID)
+		return err == nil && p.Status == paying.StoredRefunded
 	})
 }

@@ -39,9 +39,16 @@ func isDup(err error) bool {
 // (the expired one can never land, so the sender is paid once).
 func (p *Processor) refundAll(ctx context.Context) error {
 	pending, err := p.o.Store.Refunding(ctx, settleBatch)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	// A transaction's expiration is judged by the chain's time (the head block's), as
+	// java-tron does, not by this machine's clock.
+	head, err := p.o.Node.GetHead(ctx)
 	if err != nil {
 		return err
 	}
+	headTime := time.UnixMilli(head.Timestamp())
 	var errs []error
 	for _, r := range pending {
 		info, err := p.o.Node.GetTransactionInfoByID(ctx, r.RefundTxID)
@@ -57,7 +64,7 @@ func (p *Processor) refundAll(ctx context.Context) error {
 			continue
 		}
 		now := p.o.Now()
-		if now.After(r.Expires.Add(rebroadcastEvery)) {
+		if headTime.After(r.Expires) {
 			if err := p.replaceRefund(ctx, r); err != nil {
 				errs = append(errs, fmt.Errorf("payment %s: %w", r.TxID, err))
 			}
