@@ -99,6 +99,7 @@ var Endpoints = []Endpoint{
 	{Method: "GET", Path: "/v1/quotes/{quoteId}", Auth: K, Scope: scopes.QuotesRead, Class: ClassRead},
 	{Method: "GET", Path: "/v1/resources/{address}", Auth: P | K, Class: ClassRead},
 	{Method: "GET", Path: "/v1/status", Auth: P, Class: ClassPublic},
+	{Method: "GET", Path: "/v1/payments/{txid}", Auth: P | K, Class: ClassRead}, // pay by transfer, docs/pricing.md
 
 	// Subscriptions.
 	{Method: "GET", Path: "/v1/subscriptions/plans", Auth: P | K, Class: ClassRead},

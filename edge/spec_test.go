@@ -48,8 +48,9 @@ func specEndpoints(t *testing.T) []string {
 	return out
 }
 
-// ourAdditions are routed although the spec does not name them; docs/errors.md explains.
-var ourAdditions = []string{"GET /v1/api-keys", "PATCH /v1/api-keys/{}", "DELETE /v1/api-keys/{}"}
+// ourAdditions are routed although the spec does not name them; docs/errors.md explains,
+// and docs/pricing.md for the look-up of a transfer to a payment address.
+var ourAdditions = []string{"GET /v1/api-keys", "PATCH /v1/api-keys/{}", "DELETE /v1/api-keys/{}", "GET /v1/payments/{}"}
 
 // Every endpoint the spec names is routed, and the edge routes nothing else except the
 // documented API-key calls.

@@ -95,6 +95,8 @@ type Config struct {
 	// Subscriptions configures the subscription endpoints and their watcher
 	// (processors/subscriptions, docs/subscriptions.md).
 	Subscriptions Subscriptions
+	// Payments configures pay by transfer (payments.go).
+	Payments Payments
 }
 
 // Kafka configures transport security to the Kafka cluster (infra/kafka.Security).
@@ -445,6 +447,7 @@ func Load() (Config, error) {
 			c.PoolAddresses = append(c.PoolAddresses, k.Address())
 		}
 	}
+	c.Payments = loadPayments(env)
 	c.Subscriptions = Subscriptions{
 		Available:   boolean("SUBSCRIPTIONS_AVAILABLE", true),
 		CheckEvery:  dur("SUBSCRIPTION_CHECK_INTERVAL", 10*time.Second),

@@ -200,6 +200,9 @@ func (s *Sweeper) RunOnce(ctx context.Context) (Report, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", c.addr, err))
 		}
 	}
+	if err := s.sweepPayments(ctx, &rep); err != nil { // payments.go
+		errs = append(errs, fmt.Errorf("payment addresses: %w", err))
+	}
 	return rep, errors.Join(errs...)
 }
 

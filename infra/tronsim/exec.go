@@ -103,11 +103,17 @@ func (s *state) execute(ctx execCtx, c tron.Contract, netBytes int64) (execResul
 		// BandwidthProcessor.consume looks the owner up before any actuator runs.
 		return execResult{}, invalid("account [%s] does not exist", owner)
 	}
-	if netBytes > 0 && had && !s.createsAccount(c) {
-		// BandwidthProcessor.consume runs before the contract; an account-creating
-		// contract pays CreateAccountFee instead (its actuator path, below).
+	if netBytes > 0 && had {
+		// BandwidthProcessor.consume runs before the contract is validated; a contract
+		// that creates an account pays its creation instead (consumeForCreateNewAccount,
+		// createaccount.go). Building a transaction (netBytes 0) only validates.
 		var err error
-		if net, err = s.chargeBandwidth(ctx, owner, netBytes); err != nil {
+		if s.createsAccount(c) {
+			net, err = s.chargeCreateAccount(ctx, owner, netBytes)
+		} else {
+			net, err = s.chargeBandwidth(ctx, owner, netBytes)
+		}
+		if err != nil {
 			return execResult{}, err
 		}
 		charged = true
@@ -135,7 +141,7 @@ func (bandwidthError) Error() string { return "Account resource insufficient err
 type bandwidthCharge struct{ fromStakeOrFree, burned int64 }
 
 // createsAccount reports the contracts whose bandwidth java-tron charges through
-// consumeForCreateNewAccount (the simulator burns CreateAccountFee for them).
+// consumeForCreateNewAccount (createaccount.go).
 func (s *state) createsAccount(c tron.Contract) bool {
 	switch c := c.(type) {
 	case *tron.AccountCreateContract:
@@ -213,30 +219,28 @@ func (s *state) execTransfer(ctx execCtx, c *tron.TransferContract, net int64) (
 		return execResult{}, invalid("Amount must be greater than 0.")
 	}
 	to, exists := s.Accounts[c.ToAddress]
-	var fee, netFee int64
+	var fee int64
 	if !exists {
-		// TransferActuator charges the system-contract creation fee; the bandwidth
-		// processor burns CreateAccountFee on top (the sender has no staked bandwidth to
-		// cover account creation in the simulator's model).
+		// TransferActuator.validate adds the system-contract creation fee; the account's
+		// creation bandwidth was charged before (execute, createaccount.go).
 		fee = ctx.p.CreateNewAccountFeeInSystemContract
-		netFee = ctx.p.CreateAccountFee
 	} else if to.IsContract {
 		return execResult{}, invalid("Cannot transfer TRX to a smartContract.")
 	}
-	if c.Amount > math.MaxInt64-fee-netFee || owner.Balance < c.Amount+fee+netFee {
+	if c.Amount > math.MaxInt64-fee || owner.Balance < c.Amount+fee {
 		return execResult{}, invalid("Validate TransferContract error, balance is not sufficient.")
 	}
 	if exists && to.Balance > math.MaxInt64-c.Amount {
 		return execResult{}, invalid("long overflow")
 	}
-	owner.Balance -= c.Amount + fee + netFee
+	owner.Balance -= c.Amount + fee
 	s.Accounts[c.OwnerAddress] = owner
 	if !exists {
 		to = account{CreateTime: ctx.now}
 	}
 	to.Balance += c.Amount
 	s.Accounts[c.ToAddress] = to
-	return execResult{ContractRet: "SUCCESS", Fee: fee + netFee, NetUsage: net, NetFee: netFee}, nil
+	return execResult{ContractRet: "SUCCESS", Fee: fee, NetUsage: net}, nil
 }
 
 func (s *state) execCreateAccount(ctx execCtx, c *tron.AccountCreateContract, net int64) (execResult, error) {
@@ -247,8 +251,10 @@ func (s *state) execCreateAccount(ctx execCtx, c *tron.AccountCreateContract, ne
 	if !ok {
 		return execResult{}, accountMissing(c.OwnerAddress)
 	}
-	fee, netFee := ctx.p.CreateNewAccountFeeInSystemContract, ctx.p.CreateAccountFee
-	if owner.Balance < fee+netFee {
+	// CreateAccountActuator.validate: the system-contract fee only; the creation's
+	// bandwidth was charged before (execute, createaccount.go).
+	fee := ctx.p.CreateNewAccountFeeInSystemContract
+	if owner.Balance < fee {
 		return execResult{}, invalid("Validate CreateAccountActuator error, insufficient fee.")
 	}
 	if c.AccountAddress.IsZero() {
@@ -257,10 +263,10 @@ func (s *state) execCreateAccount(ctx execCtx, c *tron.AccountCreateContract, ne
 	if _, ok := s.Accounts[c.AccountAddress]; ok {
 		return execResult{}, invalid("Account has existed")
 	}
-	owner.Balance -= fee + netFee
+	owner.Balance -= fee
 	s.Accounts[c.OwnerAddress] = owner
 	s.Accounts[c.AccountAddress] = account{CreateTime: ctx.now}
-	return execResult{ContractRet: "SUCCESS", Fee: fee + netFee, NetUsage: net, NetFee: netFee}, nil
+	return execResult{ContractRet: "SUCCESS", Fee: fee, NetUsage: net}, nil
 }
 
 // energyUsageSun converts an account's current energy usage into staked SUN, the part of

@@ -89,6 +89,7 @@ func (s *Sim) walletRoutes() map[string]struct {
 		"triggerconstantcontract":            {s.triggerConstantContract, true},
 		"estimateenergy":                     {s.estimateEnergy, false},
 		"broadcasttransaction":               {s.broadcastTransaction, false},
+		"getsignweight":                      {s.getSignWeight, false}, // signweight.go
 	}
 }
 

@@ -23,6 +23,9 @@ const (
 	KindRefund          Kind = "refund"           // revenue -> customer: money of a captured order given back
 	KindAdjustment      Kind = "adjustment"       // equity -> customer: a support credit
 	KindReferral        Kind = "referral"         // expense -> customer: a referral reward
+	// The transfer account's own kinds (pay by transfer, docs/pricing.md).
+	KindPaymentKept   Kind = "payment_kept"   // customer -> revenue:payments: surplus below one unit, dust
+	KindPaymentRefund Kind = "payment_refund" // customer -> world:deposits: a transfer sent back to its sender
 )
 
 // System ledger accounts. Customer ledger accounts are Customer(accountID).
@@ -31,6 +34,7 @@ const (
 	RevenueOrders     = "revenue:orders"     // captured order payments
 	EquityAdjustments = "equity:adjustments" // support credits
 	ExpenseReferrals  = "expense:referrals"  // referral rewards
+	RevenuePayments   = "revenue:payments"   // kept parts of transfers to payment addresses
 )
 
 // Customer is the ledger account of a customer account.
@@ -52,6 +56,10 @@ func Legs(k Kind, accountID string) (debit, credit string, err error) {
 		return EquityAdjustments, c, nil
 	case KindReferral:
 		return ExpenseReferrals, c, nil
+	case KindPaymentKept:
+		return c, RevenuePayments, nil
+	case KindPaymentRefund:
+		return c, WorldDeposits, nil
 	}
 	return "", "", fmt.Errorf("ledger: unknown posting kind %q", k)
 }

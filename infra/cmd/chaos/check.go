@@ -96,6 +96,7 @@ func (e *env) soak(ctx context.Context) (result, error) {
 	l := &load{e: e, accts: accts, receivers: receivers, run: randomHex(4)}
 	genDone := make(chan struct{})
 	go func() { defer close(genDone); l.generate(ctx, clientCtx, end, e.st.rate) }()
+	pay := e.startPayments(clientCtx, end) // payments.go
 	faults, ferr := e.schedule(ctx, end)
 	<-genDone
 	if ferr != nil {
@@ -121,6 +122,9 @@ func (e *env) soak(ctx context.Context) (result, error) {
 	f, err := e.check(ctx, l, all, receivers)
 	if err != nil {
 		return res, err
+	}
+	if err := e.checkPayments(ctx, f, pay); err != nil {
+		return res, fmt.Errorf("checks of payments by transfer: %w", err)
 	}
 	for _, o := range all {
 		if o.outcome == "created" {

@@ -41,6 +41,7 @@ import (
 	"rental/infra/stages/edgestage"
 	"rental/infra/stages/marketstage"
 	"rental/infra/stages/orderflowstage"
+	"rental/infra/stages/paystage"
 	"rental/infra/stages/pricerstage"
 	"rental/infra/stages/relaystage"
 	"rental/infra/stages/substage"
@@ -264,6 +265,11 @@ func run(log *slog.Logger) error {
 		return err
 	}
 	g.Go(func() error { return watcher.Run(gctx) })
+	if payments, err := paystage.Payments(cfg, pool, rdb, log, reg); err != nil { // pay by transfer (docs/pricing.md)
+		return err
+	} else if payments != nil {
+		g.Go(func() error { return payments.Run(gctx) })
+	}
 	// The market board's sampler, and its simulated providers unless MARKET_FEEDS names
 	// real ones (docs/market.md).
 	if cfg.Market.SimProviders {

@@ -38,5 +38,5 @@ func chainModules(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, pref
 	if err != nil {
 		return nil, err
 	}
-	return []edge.Module{mk, res, est}, nil
+	return []edge.Module{mk, res, est, paymentsModule(cfg, pool)}, nil
 }

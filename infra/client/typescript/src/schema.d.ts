@@ -469,6 +469,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/payments/{txid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A transfer to a payment address (pay by transfer)
+         * @description Anyone may look up, with no credential (per-IP budget) or with a key, a TRX transfer to one of the price table's payment_addresses by its transaction id (docs/pricing.md "Pay by transfer"). status is seen (in a block, not acted on yet), delivering (the order is placed), delivered (the delegation is broadcast), refunded (a refund is signed and sent until it lands; refund_txid names it) or failed (nothing is given back: a refund below the dust threshold, a token held for support, a transfer a fork removed; reason says which).
+         */
+        get: operations["getPayment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/subscriptions/plans": {
         parameters: {
             query?: never;
@@ -3806,6 +3826,50 @@ export interface components {
         };
         /** @enum {string} */
         ComponentStatus: "operational" | "degraded" | "down";
+        Payment: {
+            txid: string;
+            network: components["schemas"]["Network"];
+            /** @enum {string} */
+            status: "seen" | "delivering" | "delivered" | "refunded" | "failed";
+            /** @description the payment_addresses key the transfer paid, <resource>_<tier> */
+            row: string;
+            payment_address: components["schemas"]["Address"];
+            sender: components["schemas"]["Address"];
+            /** @description the memo's address when it is one, else the sender */
+            receiver: components["schemas"]["Address"];
+            memo: string | null;
+            /** @enum {string} */
+            asset: "TRX" | "USDT";
+            /** Format: int64 */
+            amount_sun: number;
+            /** Format: int64 */
+            block_number: number;
+            block_time: components["schemas"]["Timestamp"];
+            order_id: string | null;
+            /**
+             * Format: int64
+             * @description units of the resource ordered
+             */
+            amount: number | null;
+            /**
+             * Format: int64
+             * @description the order's total, activation included
+             */
+            price_sun: number | null;
+            /**
+             * Format: int64
+             * @description kept: the rest below one unit, or a refund below the dust threshold
+             */
+            kept_sun: number;
+            /** Format: int64 */
+            refund_sun: number;
+            reason: string | null;
+            delegate_hashes: string[];
+            refund_txid: string | null;
+            expires_at: components["schemas"]["NullableTimestamp"];
+            seen_at: components["schemas"]["Timestamp"];
+            delivered_at: components["schemas"]["NullableTimestamp"];
+        };
         ServiceStatus: {
             status: components["schemas"]["ComponentStatus"];
             network: components["schemas"]["Network"];
@@ -8235,6 +8299,133 @@ export interface components {
          *     - 9001 timeout: Gateway timeout, outcome unknown. Retryable.
          */
         getOrderBook504: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error9001"];
+            };
+        };
+        /**
+         * @description HTTP 400 from getPayment, with one of these catalogue codes:
+         *     - 2001 validation_failed: Missing, mistyped or out-of-range parameter.
+         */
+        getPayment400: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error2001"];
+            };
+        };
+        /**
+         * @description HTTP 401 from getPayment, with one of these catalogue codes:
+         *     - 1001 missing_credentials: A required auth header is absent.
+         *     - 1002 invalid_signature: Signature differs from the server's computation.
+         *     - 1003 signature_timestamp_skew: Clock off by more than 5 s. Retryable.
+         *     - 1004 ip_not_allowed: Source IP not in the key's allowlist.
+         *     - 1006 key_revoked: Key deleted or expired.
+         *     - 1007 key_inactive: Key exists but is inactive.
+         *     - 1009 replayed_signature: Signature already used in the window.
+         *     - 1012 key_environment_mismatch: Key prefix does not match the host environment.
+         */
+        getPayment401: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error1001"] | components["schemas"]["Error1002"] | components["schemas"]["Error1003"] | components["schemas"]["Error1004"] | components["schemas"]["Error1006"] | components["schemas"]["Error1007"] | components["schemas"]["Error1009"] | components["schemas"]["Error1012"];
+            };
+        };
+        /**
+         * @description HTTP 404 from getPayment, with one of these catalogue codes:
+         *     - 3022 object_not_found: No such object on this account (unknown or another account's, not distinguished).
+         */
+        getPayment404: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error3022"];
+            };
+        };
+        /**
+         * @description HTTP 429 from getPayment, with one of these catalogue codes:
+         *     - 1100 rate_limited: Per-key or per-IP budget exceeded. Retryable.
+         *     - 1102 quota_exceeded: Daily or monthly quota reached. Retryable.
+         */
+        getPayment429: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error1100"] | components["schemas"]["Error1102"];
+            };
+        };
+        /**
+         * @description HTTP 500 from getPayment, with one of these catalogue codes:
+         *     - 9000 internal_error: Uncaught failure; the outcome is unknown. Retryable.
+         */
+        getPayment500: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error9000"];
+            };
+        };
+        /**
+         * @description HTTP 501 from getPayment, with one of these catalogue codes:
+         *     - 9002 not_implemented: Operation defined but not implemented on this deployment.
+         */
+        getPayment501: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error9002"];
+            };
+        };
+        /**
+         * @description HTTP 504 from getPayment, with one of these catalogue codes:
+         *     - 9001 timeout: Gateway timeout, outcome unknown. Retryable.
+         */
+        getPayment504: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -13598,6 +13789,73 @@ export interface operations {
                 };
             };
             504: components["responses"]["getStatus504"];
+            default: components["responses"]["TransportError"];
+        };
+    };
+    getPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The transfer's transaction id (64 hex digits).
+                 * @example 4d5c3b2a1908f7e6d5c4b3a29180f7e6d5c4b3a29180f7e6d5c4b3a29180f7e6
+                 */
+                txid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The transfer and what became of it */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "txid": "4d5c3b2a1908f7e6d5c4b3a29180f7e6d5c4b3a29180f7e6d5c4b3a29180f7e6",
+                     *       "network": "mainnet",
+                     *       "status": "delivered",
+                     *       "row": "energy_1h",
+                     *       "payment_address": "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+                     *       "sender": "TWsm8HtU2A5eEzoT8ev8yaoFjHsXLLrckb",
+                     *       "receiver": "TWsm8HtU2A5eEzoT8ev8yaoFjHsXLLrckb",
+                     *       "memo": null,
+                     *       "asset": "TRX",
+                     *       "amount_sun": 5000000,
+                     *       "block_number": 71234567,
+                     *       "block_time": "2026-03-10T09:15:30.000Z",
+                     *       "order_id": "ord_0123456789abcdef01234567",
+                     *       "amount": 60606,
+                     *       "price_sun": 4999995,
+                     *       "kept_sun": 5,
+                     *       "refund_sun": 0,
+                     *       "reason": null,
+                     *       "delegate_hashes": [
+                     *         "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                     *       ],
+                     *       "refund_txid": null,
+                     *       "expires_at": "2026-03-10T10:15:33.000Z",
+                     *       "seen_at": "2026-03-10T09:15:30.400Z",
+                     *       "delivered_at": "2026-03-10T09:15:33.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Payment"];
+                };
+            };
+            400: components["responses"]["getPayment400"];
+            401: components["responses"]["getPayment401"];
+            404: components["responses"]["getPayment404"];
+            429: components["responses"]["getPayment429"];
+            500: components["responses"]["getPayment500"];
+            501: components["responses"]["getPayment501"];
+            504: components["responses"]["getPayment504"];
             default: components["responses"]["TransportError"];
         };
     };
