@@ -88,6 +88,8 @@ func (s *Sim) walletRoutes() map[string]struct {
 		"triggerconstantcontract":            {s.triggerConstantContract, true},
 		"estimateenergy":                     {s.estimateEnergy, false},
 		"broadcasttransaction":               {s.broadcastTransaction, false},
+		"accountpermissionupdate":            {s.accountPermissionUpdate, false}, // permission.go
+		"getsignweight":                      {s.getSignWeight, false},
 	}
 }
 
@@ -124,6 +126,7 @@ func (s *Sim) serveWallet(fn walletFunc, solid bool) http.Handler {
 		_ = json.Unmarshal(req.body, &v)
 		req.visible = v.Visible
 		out, err := fn(req)
+		out = applyPermissionID(req, out) // permission.go
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
 			var ne *nodeErr
@@ -433,6 +436,10 @@ func (s *Sim) getTransactionInfoByBlockNum(r *walletReq) (any, error) {
 	if err := r.decode(&q); err != nil {
 		return nil, err
 	}
+	if q.Num <= 0 {
+		// GetTransactionInfoByBlockNumServlet answers {} for a number that is not positive.
+		return emptyObject, nil
+	}
 	infos := []tron.TransactionInfo{}
 	if b := s.blockAt(q.Num, r.solid); b != nil {
 		for _, t := range b.Txs {
@@ -558,6 +565,8 @@ func (s *Sim) getAccount(r *walletReq) (any, error) {
 	}
 	if a.IsContract {
 		out.Type = "Contract"
+	} else {
+		out.OwnerPermission, out.ActivePermission = permissionsJSON(addr, a, r.visible)
 	}
 	return out, nil
 }
@@ -700,6 +709,8 @@ func (s *Sim) getChainParameters(*walletReq) (any, error) {
 		{Key: "getTotalEnergyLimit", Value: p.TotalEnergyLimit},
 		{Key: "getTotalEnergyCurrentLimit", Value: p.TotalEnergyLimit},
 		{Key: "getAllowMultiSign", Value: 1},
+		{Key: "getUpdateAccountPermissionFee", Value: updateAccountPermissionFee},
+		{Key: "getMultiSignFee", Value: multiSignFee},
 		{Key: "getAllowAdaptiveEnergy", Value: 0},
 		{Key: "getMaxFeeLimit", Value: p.MaxFeeLimit},
 		{Key: "getAllowNewResourceModel", Value: 1},
