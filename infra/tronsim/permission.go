@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"rental/infra/custody"
 	"rental/infra/tron"
 )
 
@@ -572,4 +573,61 @@ func (s *Sim) getSignWeight(r *walletReq) (any, error) {
 		out.Result.Code = "NOT_ENOUGH_PERMISSION"
 	}
 	return out, nil
+}
+
+// ---- Go API (chain set-up of the dev stack, benches and tests) ----
+
+// Submit signs c with key (its owner permission) and queues it for the next block, with
+// every broadcast check. It returns the txid.
+func (s *Sim) Submit(c tron.Contract, key tron.PrivateKey) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.signAndSubmitLocked(c, 0, key)
+}
+
+// ActivePermissions returns addr's active permissions at the head (nil when the account
+// does not exist).
+func (s *Sim) ActivePermissions(addr tron.Address) []tron.Permission {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	a, ok := s.confirmed.Accounts[addr]
+	if !ok {
+		return nil
+	}
+	_, actives := a.permissions(addr)
+	return actives
+}
+
+// GrantDelegates is a chain set-up step: owner (a pool's owner key, held by the set-up
+// only) grants signers a delegate-only permission (custody.DelegateOnly) and a block is
+// mined so it holds at once. A pool whose active permissions already let every signer
+// delegate and reclaim is left as it is (a persistent chain set up before).
+func (s *Sim) GrantDelegates(owner tron.PrivateKey, signers ...tron.Address) error {
+	pool := owner.Address()
+	granted := func() bool {
+		for _, sg := range signers {
+			ok := false
+			for _, p := range s.ActivePermissions(pool) {
+				ok = ok || (keyWeight(&p, sg) >= p.Threshold && tron.OperationsAllow(p.Operations, tron.DelegateResourceContractType) &&
+					tron.OperationsAllow(p.Operations, tron.UnDelegateResourceContractType))
+			}
+			if !ok {
+				return false
+			}
+		}
+		return true
+	}
+	if granted() {
+		return nil
+	}
+	if _, err := s.Submit(custody.DelegateOnly(pool, signers...), owner); err != nil {
+		return fmt.Errorf("tronsim: grant delegates of %s: %w", pool, err)
+	}
+	if _, err := s.Mine(1); err != nil {
+		return err
+	}
+	if !granted() {
+		return fmt.Errorf("tronsim: grant delegates of %s did not land", pool)
+	}
+	return nil
 }
