@@ -9,7 +9,6 @@ import (
 	"rental/schemas/network"
 )
 
-
 // A pool without a usable signer (migration 00060) makes GET /v1/status's delivery
 // degraded until its problem is cleared.
 func TestPoolCustodyMakesDeliveryDegraded(t *testing.T) {
