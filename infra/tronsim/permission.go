@@ -452,9 +452,12 @@ func (s *Sim) accountPermissionUpdate(r *walletReq) (any, error) {
 	if err := r.decode(&q); err != nil {
 		return nil, err
 	}
-	owner, err := parseAddr(q.OwnerAddress, "owner_address")
-	if err != nil {
-		return nil, err
+	var owner tron.Address
+	if q.OwnerAddress != "" { // absent: an empty owner, which the actuator refuses
+		var err error
+		if owner, err = parseAddr(q.OwnerAddress, "owner_address"); err != nil {
+			return nil, err
+		}
 	}
 	c := &tron.AccountPermissionUpdateContract{OwnerAddress: owner, OwnerPerm: q.Owner, Witness: q.Witness, Actives: q.Actives}
 	return s.build(c, 0, r.visible)

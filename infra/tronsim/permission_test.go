@@ -120,6 +120,7 @@ func TestAccountPermissionUpdateValidation(t *testing.T) {
 		req  map[string]any
 		want string
 	}{
+		{"no owner address", map[string]any{"owner": okOwner, "actives": []permReq{okActive}}, "invalidate ownerAddress"},
 		{"no account", map[string]any{"owner_address": newKey(t).Address().String(), "owner": okOwner, "actives": []permReq{okActive}}, "ownerAddress account does not exist"},
 		{"no owner", map[string]any{"owner_address": o, "actives": []permReq{okActive}}, "owner permission is missed"},
 		{"witness", map[string]any{"owner_address": o, "owner": okOwner, "witness": perm("Witness", 1, "", o, 1), "actives": []permReq{okActive}}, "account isn't witness can't set witness permission"},
