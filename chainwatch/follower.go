@@ -90,6 +90,9 @@ type Options struct {
 	Window int
 	// FetchParallel bounds concurrent node calls (default 4).
 	FetchParallel int
+	// Pools are the own stake pools whose every transaction the service did not sign is
+	// reported as foreign use (foreign.go); empty watches nothing.
+	Pools []tron.Address
 	// Logger gets stage=chainwatch added; nil discards.
 	Logger *slog.Logger
 	// Registerer receives the rental_chainwatch_* metrics; nil registers nothing.
@@ -103,6 +106,8 @@ type Follower struct {
 	ex  *extractor
 	m   *followerMetrics
 	log *slog.Logger
+	// foreign reports transactions from the pools the service did not sign (foreign.go).
+	foreign *foreignWatch
 
 	cur    chainstore.Cursor
 	loaded bool
@@ -149,11 +154,12 @@ func New(o Options) (*Follower, error) {
 		tokens[t] = true
 	}
 	return &Follower{
-		o:   o,
-		st:  chainstore.New(o.Pool, o.Outbox, o.Window),
-		ex:  &extractor{network: o.Network, tokens: tokens, log: log},
-		m:   newMetrics(o.Registerer),
-		log: log,
+		o:       o,
+		st:      chainstore.New(o.Pool, o.Outbox, o.Window),
+		ex:      &extractor{network: o.Network, tokens: tokens, log: log},
+		m:       newMetrics(o.Registerer),
+		log:     log,
+		foreign: newForeignWatch(o.Pools, o.Registerer),
 	}, nil
 }
 
@@ -202,6 +208,9 @@ func (f *Follower) Run(ctx context.Context) error {
 			if caughtUp {
 				break
 			}
+		}
+		if err := f.watchForeign(ctx); err != nil && ctx.Err() == nil {
+			f.log.Warn("foreign use watch failed; retried at the next poll", "err", err)
 		}
 		timer.Reset(f.o.PollEvery)
 	}

@@ -227,10 +227,15 @@ func setCursor(ctx context.Context, tx pgx.Tx, c Cursor) error {
 
 // Tracked returns which of ids are registered in chain_tracked_tx.
 func (s *Store) Tracked(ctx context.Context, ids []string) (map[string]bool, error) {
+	return s.idSet(ctx, `SELECT tx_id FROM chain_tracked_tx WHERE tx_id = ANY($1::text[])`, ids)
+}
+
+// idSet runs query (ids as $1) and returns the ids it answers.
+func (s *Store) idSet(ctx context.Context, query string, ids []string) (map[string]bool, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT tx_id FROM chain_tracked_tx WHERE tx_id = ANY($1::text[])`, ids)
+	rows, err := s.pool.Query(ctx, query, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -389,4 +394,12 @@ func StoredIdentity(ctx context.Context, db Querier) (id Identity, ok bool, err 
 		return Identity{}, false, fmt.Errorf("chain identity: %w", err)
 	}
 	return Identity{GenesisID: *g, Network: *n}, true, nil
+}
+
+// SignedByService returns which of ids the service signed: the order processor's
+// (chain_tracked_tx, written with its signer journal) and the sweeper's (sweeps). The
+// chain follower reports any other transaction from an own pool as foreign use.
+func (s *Store) SignedByService(ctx context.Context, ids []string) (map[string]bool, error) {
+	return s.idSet(ctx, `SELECT tx_id FROM chain_tracked_tx WHERE tx_id = ANY($1::text[])
+		UNION SELECT txid FROM sweeps WHERE txid = ANY($1::text[])`, ids)
 }

@@ -39,11 +39,13 @@ type Config struct {
 	// PoolAddresses are the service's own stake pools (POOL_ADDRESSES, comma-separated
 	// Base58Check); the status endpoint's supply figure is read from them.
 	PoolAddresses []tron.Address
-	// PoolKeys sign the pools' delegations (POOL_KEYS, comma-separated hex private keys).
-	// Secret: only the order processor needs them and nothing prints them. When
-	// POOL_ADDRESSES is unset the pools are the keys' addresses.
-	PoolKeys []tron.PrivateKey
-	DataDir  string // DATA_DIR, embedded broker and simulator state (dev stack only)
+	// SignerKeys sign the pools' delegations and reclaims (SIGNER_KEYS, comma-separated
+	// hex private keys). Each holds only a delegate permission of the pools, found on
+	// chain (infra/custody, docs/custody.md); never a pool's owner key. Secret: only the
+	// order processor reads them and nothing prints them. The first key's own account pays
+	// receiver activations and deep reserve rentals.
+	SignerKeys []tron.PrivateKey
+	DataDir    string // DATA_DIR, embedded broker and simulator state (dev stack only)
 
 	// Chain following.
 	Confirmations  int           // CONFIRMATIONS, depth below the head a block is final at
@@ -243,7 +245,11 @@ type Signup struct {
 type Deposit struct {
 	// HDKey is the BIP32 root (xpub, xprv or hex seed) deposit addresses derive from
 	// (DEPOSIT_HD_KEY). No default; only the dev stack supplies its dev seed when unset.
-	HDKey         string
+	HDKey string
+	// XPub is the extended public key of m/44'/195'/0'/0 (DEPOSIT_XPUB): the edge derives
+	// deposit addresses from it and refuses anything private. Defaults to the public key
+	// of HDKey's chain where a stage holds HDKey (the dev stack, the admin tool).
+	XPub          string
 	Confirmations int    // DEPOSIT_CONFIRMATIONS before a deposit is credited
 	USDTSpreadBps int    // USDT_SPREAD_BPS taken off the USDT rate
 	USDTMin       string // USDT_DEPOSIT_MIN, smallest auto-credited USDT deposit (decimal)
@@ -254,17 +260,21 @@ type Deposit struct {
 // Ledger configures the ledger, deposit crediting, address rotation and sweeping
 // (docs/ledger.md).
 type Ledger struct {
-	USDTRateSun       int64         // USDT_RATE_SUN, SUN per 1 USDT before the spread (fixed_env); 0 = no rate
-	LowThresholdSun   int64         // BALANCE_LOW_THRESHOLD_SUN, default balance.low threshold
-	OrderSun          int64         // BALANCE_LOW_ORDER_SUN, price of the reference order of estimated_orders_remaining
-	RotationMinDays   int           // DEPOSIT_ROTATION_MIN_INTERVAL_DAYS
-	RotationMax       int           // DEPOSIT_ROTATION_MAX_PER_WINDOW
-	RotationWindow    int           // DEPOSIT_ROTATION_WINDOW_DAYS
-	RetiredCreditDays int           // DEPOSIT_RETIRED_CREDIT_DAYS
-	Treasury          string        // TREASURY_ADDRESS, where sweeps send deposits ("" disables sweeping)
-	SweepPoolKey      string        // SWEEP_POOL_KEY, hex key of the own stake pool delegating energy for USDT sweeps
-	SweepEvery        time.Duration // SWEEP_INTERVAL
-	SweepMinSun       int64         // SWEEP_MIN_TRX_SUN, smallest TRX balance worth sweeping
+	USDTRateSun       int64  // USDT_RATE_SUN, SUN per 1 USDT before the spread (fixed_env); 0 = no rate
+	LowThresholdSun   int64  // BALANCE_LOW_THRESHOLD_SUN, default balance.low threshold
+	OrderSun          int64  // BALANCE_LOW_ORDER_SUN, price of the reference order of estimated_orders_remaining
+	RotationMinDays   int    // DEPOSIT_ROTATION_MIN_INTERVAL_DAYS
+	RotationMax       int    // DEPOSIT_ROTATION_MAX_PER_WINDOW
+	RotationWindow    int    // DEPOSIT_ROTATION_WINDOW_DAYS
+	RetiredCreditDays int    // DEPOSIT_RETIRED_CREDIT_DAYS
+	Treasury          string // TREASURY_ADDRESS, where sweeps send deposits ("" disables sweeping)
+	// SweepPoolAddress is the own stake pool that lends energy for USDT sweeps
+	// (SWEEP_POOL_ADDRESS); SweepSignerKey (SWEEP_SIGNER_KEY, hex) holds its delegate
+	// permission and pays deposit-address activations from its own account. Secret.
+	SweepPoolAddress string
+	SweepSignerKey   string
+	SweepEvery       time.Duration // SWEEP_INTERVAL
+	SweepMinSun      int64         // SWEEP_MIN_TRX_SUN, smallest TRX balance worth sweeping
 }
 
 // Load reads the environment. It fails on a malformed value rather than guess.
@@ -344,6 +354,7 @@ func Load() (Config, error) {
 	}
 	c.Deposit = Deposit{
 		HDKey:         str("DEPOSIT_HD_KEY", ""),
+		XPub:          str("DEPOSIT_XPUB", ""),
 		Confirmations: integer("DEPOSIT_CONFIRMATIONS", 19),
 		USDTSpreadBps: integer("USDT_SPREAD_BPS", 50),
 		USDTMin:       str("USDT_DEPOSIT_MIN", "5"),
@@ -359,7 +370,8 @@ func Load() (Config, error) {
 		RotationWindow:    integer("DEPOSIT_ROTATION_WINDOW_DAYS", 90),
 		RetiredCreditDays: integer("DEPOSIT_RETIRED_CREDIT_DAYS", 30),
 		Treasury:          str("TREASURY_ADDRESS", ""),
-		SweepPoolKey:      str("SWEEP_POOL_KEY", ""),
+		SweepPoolAddress:  str("SWEEP_POOL_ADDRESS", ""),
+		SweepSignerKey:    str("SWEEP_SIGNER_KEY", ""),
 		SweepEvery:        dur("SWEEP_INTERVAL", 10*time.Minute),
 		SweepMinSun:       int64(integer("SWEEP_MIN_TRX_SUN", 1_000_000)),
 	}
@@ -434,18 +446,16 @@ func Load() (Config, error) {
 		}
 		c.PoolAddresses = append(c.PoolAddresses, addr)
 	}
-	for i, k := range splitList(str("POOL_KEYS", "")) {
+	if str("POOL_KEYS", "") != "" {
+		errs = append(errs, "POOL_KEYS is not read any more: set POOL_ADDRESSES and SIGNER_KEYS, keys holding only a delegate permission of the pools (docs/custody.md), and keep the pools' owner keys out of every stage")
+	}
+	for i, k := range splitList(str("SIGNER_KEYS", "")) {
 		key, err := tron.ParsePrivateKey(k)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("POOL_KEYS: key %d is not a hex private key", i+1)) // never echo a key
+			errs = append(errs, fmt.Sprintf("SIGNER_KEYS: key %d is not a hex private key", i+1)) // never echo a key
 			continue
 		}
-		c.PoolKeys = append(c.PoolKeys, key)
-	}
-	if len(c.PoolAddresses) == 0 {
-		for _, k := range c.PoolKeys {
-			c.PoolAddresses = append(c.PoolAddresses, k.Address())
-		}
+		c.SignerKeys = append(c.SignerKeys, key)
 	}
 	c.Payments = loadPayments(env)
 	c.Subscriptions = Subscriptions{

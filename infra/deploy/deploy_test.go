@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"rental/infra/deploy/monitoring"
+	"rental/infra/stages"
 	"rental/schemas/topics"
 )
 
@@ -171,12 +172,6 @@ func TestManifestsRenderAndDecodeStrictly(t *testing.T) {
 	if _, ok := objs["HorizontalPodAutoscaler/edge"]; !ok {
 		t.Error("no autoscaler for the edge")
 	}
-	sec := objs["Secret/rental-secrets"].(*corev1.Secret)
-	for _, k := range []string{"API_KEY_MASTER_KEY", "DEPOSIT_HD_KEY", "POOL_KEYS", "KAFKA_SASL_PASSWORD"} {
-		if _, ok := sec.StringData[k]; !ok {
-			t.Errorf("Secret lacks %s", k)
-		}
-	}
 	cm := objs["ConfigMap/rental-config"].(*corev1.ConfigMap)
 	for k := range cm.Data {
 		if strings.Contains(k, "KEY") || strings.Contains(k, "PASSWORD") {
@@ -193,6 +188,110 @@ func TestManifestsRenderAndDecodeStrictly(t *testing.T) {
 		if _, ok := objs["Deployment/"+bin]; !ok {
 			t.Errorf("binary %s has no Deployment", bin)
 		}
+	}
+}
+
+// secretUse is which Secret each workload reads: what its configuration needs and nothing
+// more. Redis and Kafka follow the stages' own readiness table (stages.StageNeeds, checked
+// below); the keys follow the stage code: the signer keys only in the order processor
+// (SIGNER_KEYS), the private deposit root and the sweep signer only in crediting, where the
+// sweeper runs (DEPOSIT_HD_KEY, SWEEP_SIGNER_KEY), the master key in the edge (API key
+// secrets) and the webhooks stage (endpoint secrets). The edge derives deposit addresses
+// from DEPOSIT_XPUB in the ConfigMap.
+var secretUse = map[string][]string{
+	"Deployment/edge":          {"rental-db", "rental-redis", "rental-master-key"},
+	"Deployment/relay":         {"rental-db", "rental-kafka"},
+	"Deployment/chainwatch":    {"rental-db"},
+	"Deployment/pricer":        {"rental-db", "rental-redis", "rental-kafka"},
+	"Deployment/marketwatch":   {"rental-db", "rental-redis"},
+	"Deployment/orderflow":     {"rental-db", "rental-kafka", "rental-orderflow-signers"},
+	"Deployment/batches":       {"rental-db", "rental-redis", "rental-kafka"},
+	"Deployment/subscriptions": {"rental-db", "rental-redis"},
+	"Deployment/crediting":     {"rental-db", "rental-kafka", "rental-sweeper-secrets"},
+	"Deployment/webhooks":      {"rental-db", "rental-kafka", "rental-master-key"},
+	"Job/rental-migrate":       {"rental-db"},
+}
+
+// secretsOf lists the Secrets a pod spec references (envFrom, env valueFrom, volumes).
+func secretsOf(p corev1.PodSpec) []string {
+	var out []string
+	for _, c := range append(append([]corev1.Container(nil), p.InitContainers...), p.Containers...) {
+		for _, e := range c.EnvFrom {
+			if e.SecretRef != nil {
+				out = append(out, e.SecretRef.Name)
+			}
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				out = append(out, e.ValueFrom.SecretKeyRef.Name)
+			}
+		}
+	}
+	for _, v := range p.Volumes {
+		if v.Secret != nil {
+			out = append(out, v.Secret.SecretName)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Rendering the base shows each Secret referenced only by the workloads that use it: a
+// Deployment that mounts a Secret its stage does not read fails, and so does one missing a
+// Secret it needs.
+func TestEachStageHoldsOnlyItsOwnSecrets(t *testing.T) {
+	objs, err := render(filesys.MakeFsOnDisk(), "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, obj := range objs {
+		var spec corev1.PodSpec
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			spec = o.Spec.Template.Spec
+		case *batchv1.Job:
+			spec = o.Spec.Template.Spec
+		default:
+			continue
+		}
+		want, ok := secretUse[name]
+		if !ok {
+			t.Errorf("%s: no entry in secretUse: say which Secrets it reads", name)
+			continue
+		}
+		want = slices.Sorted(slices.Values(want))
+		if got := secretsOf(spec); !slices.Equal(got, want) {
+			t.Errorf("%s references Secrets %v, its stage reads %v", name, got, want)
+		}
+		for _, sec := range want {
+			if _, ok := objs["Secret/"+sec]; !ok {
+				t.Errorf("%s: Secret %s is not in the base", name, sec)
+			}
+		}
+	}
+	for stage, n := range stages.StageNeeds {
+		use := secretUse["Deployment/"+stage]
+		if slices.Contains(use, "rental-redis") != n.Redis || slices.Contains(use, "rental-kafka") != n.Kafka {
+			t.Errorf("%s: Redis/Kafka Secrets %v disagree with its needs %+v", stage, use, n)
+		}
+	}
+	for k, holders := range map[string][]string{"SIGNER_KEYS": {"rental-orderflow-signers"}, "DEPOSIT_HD_KEY": {"rental-sweeper-secrets"},
+		"SWEEP_SIGNER_KEY": {"rental-sweeper-secrets"}, "API_KEY_MASTER_KEY": {"rental-master-key"}} {
+		for name, obj := range objs {
+			sec, ok := obj.(*corev1.Secret)
+			if !ok {
+				continue
+			}
+			if _, has := sec.StringData[k]; has != slices.Contains(holders, strings.TrimPrefix(name, "Secret/")) {
+				t.Errorf("%s in %s, want it only in %v", k, name, holders)
+			}
+		}
+	}
+	if _, ok := objs["Secret/rental-secrets"]; ok {
+		t.Error("the shared Secret rental-secrets is back")
+	}
+	if cm := objs["ConfigMap/rental-config"].(*corev1.ConfigMap); !strings.HasPrefix(cm.Data["DEPOSIT_XPUB"], "xpub") {
+		t.Errorf("DEPOSIT_XPUB in the ConfigMap is %q, want an extended public key", cm.Data["DEPOSIT_XPUB"])
 	}
 }
 

@@ -86,6 +86,17 @@ func NewDeriver(key string) (*Deriver, error) {
 	return &Deriver{chain: pub}, nil
 }
 
+// NewPublicDeriver accepts only an extended public key (xpub...) of m/44'/195'/0'/0: what
+// the edge, which faces the internet, may hold. A private root (xprv or seed) is refused,
+// naming where it belongs.
+func NewPublicDeriver(key string) (*Deriver, error) {
+	key = strings.TrimSpace(key)
+	if !strings.HasPrefix(key, "xpub") {
+		return nil, errors.New("deposits: want an extended public key (xpub) of m/44'/195'/0'/0; a private root (xprv or seed) belongs to the sweeper alone (DEPOSIT_HD_KEY), never to the edge")
+	}
+	return NewDeriver(key)
+}
+
 // XPub is the extended public key of m/44'/195'/0'/0, the value to configure on edges.
 func (d *Deriver) XPub() string { return d.chain.String() }
 

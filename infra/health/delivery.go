@@ -54,6 +54,11 @@ func judgeDelivery(w DeliveryWindow) Status {
 	return Operational
 }
 
+// PoolCustody lists the own pools no signer may use now, with why (orderstore).
+type PoolCustody interface {
+	PoolCustodyProblems(ctx context.Context) (map[string]string, error)
+}
+
 // DeliveryBacklog is how far delivery is behind acceptance (orderstore.Backlog): the age of
 // the oldest accepted order whose delegation was not sent yet, and whether it is beyond the
 // bound at which creation refuses new work (5050). It answers from a cached reading.

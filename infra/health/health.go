@@ -81,6 +81,9 @@ type Options struct {
 	Delivery DeliveryStats // default NoDeliveryStats until issue 6 wires the orders query
 	// Backlog, when set, makes delivery degraded while creation refuses new work for it.
 	Backlog DeliveryBacklog
+	// Custody, when set, makes delivery degraded while a pool has no usable signer (its
+	// delegate permission is missing or changed on chain, infra/custody).
+	Custody PoolCustody
 	Supply  SupplySource // default: no pool configured, reported degraded with 0 energy
 	Logger  *slog.Logger
 
@@ -222,6 +225,12 @@ func (c *Checker) delivery(ctx context.Context) Delivery {
 	status := judgeDelivery(w)
 	if c.opts.Backlog != nil {
 		if _, behind := c.opts.Backlog.Behind(); behind {
+			status = Worst(status, Degraded)
+		}
+	}
+	if c.opts.Custody != nil {
+		problems, err := c.opts.Custody.PoolCustodyProblems(ctx)
+		if err != nil || len(problems) > 0 {
 			status = Worst(status, Degraded)
 		}
 	}

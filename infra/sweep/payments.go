@@ -104,7 +104,7 @@ func (s *Sweeper) sweepPayments(ctx context.Context, rep *Report) error {
 		if err != nil {
 			return err
 		}
-		if err := s.signStoreBroadcast(ctx, c.addr, "trx", big.NewInt(amount), tx, tron.Intent{Contract: contract}, key, rep); err != nil {
+		if err := s.signStoreBroadcast(ctx, c.addr, "trx", big.NewInt(amount), tx, tron.Intent{Contract: contract}, key, 0, rep); err != nil {
 			return err
 		}
 	}

@@ -44,6 +44,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"rental/infra/custody"
 	"rental/infra/metrics"
 	"rental/infra/tron"
 	"rental/schemas/events"
@@ -109,9 +110,11 @@ type Options struct {
 	Keys         *Keys
 	Treasury     tron.Address
 	USDTContract tron.Address
-	// EnergyPool is the own stake pool key that delegates energy for USDT sweeps; nil means
-	// a USDT sweep needs the address to have the energy already (it is skipped otherwise).
-	EnergyPool *tron.PrivateKey
+	// EnergyPool is the own stake pool that delegates energy for USDT sweeps, signed for by
+	// a key holding its delegate permission (infra/custody, the first of Signers' pools);
+	// the signer's own account pays deposit-address activations. Nil means a USDT sweep
+	// needs the address to have the energy already (it is skipped otherwise).
+	EnergyPool *custody.Signers
 	MinTRXSun  int64         // smallest TRX amount worth a sweep (default 1 TRX)
 	KeepSun    int64         // TRX left on the address for bandwidth (default 0.5 TRX)
 	FeeLimit   int64         // fee_limit of USDT transfers (default 30 TRX)
@@ -164,6 +167,9 @@ func New(o Options) (*Sweeper, error) {
 // Run sweeps every Every until ctx ends. A failed run is logged and retried next time.
 func (s *Sweeper) Run(ctx context.Context) error {
 	s.log.Info("sweeper up", "treasury", s.o.Treasury.String(), "every", s.o.Every)
+	if s.o.EnergyPool != nil {
+		go s.o.EnergyPool.Run(ctx) // the energy pool's permission, every minute
+	}
 	t := time.NewTicker(s.o.Every)
 	defer t.Stop()
 	for {
@@ -382,7 +388,7 @@ func (s *Sweeper) sweepAddress(ctx context.Context, c candidate, rep *Report) er
 			if err != nil {
 				return err
 			}
-			if err := s.signStoreBroadcast(ctx, c.addr, "trx", big.NewInt(amount), tx, tron.Intent{Contract: contract}, key, rep); err != nil {
+			if err := s.signStoreBroadcast(ctx, c.addr, "trx", big.NewInt(amount), tx, tron.Intent{Contract: contract}, key, 0, rep); err != nil {
 				return err
 			}
 		}
@@ -420,14 +426,13 @@ func (s *Sweeper) sweepUSDT(ctx context.Context, c candidate, bal *big.Int, rep 
 		if err != nil {
 			return err
 		}
-		return s.signStoreBroadcast(ctx, c.addr, "usdt", bal, tx, tron.Intent{Contract: call, FeeLimit: s.o.FeeLimit}, key, rep)
+		return s.signStoreBroadcast(ctx, c.addr, "usdt", bal, tx, tron.Intent{Contract: call, FeeLimit: s.o.FeeLimit}, key, 0, rep)
 	}
-	if s.o.EnergyPool == nil {
-		s.log.Warn("USDT to sweep but the address lacks energy and no SWEEP_POOL_KEY is set", "address", c.addr.String(), "need", need, "have", have)
+	pool, ok := s.energyGrant("USDT to sweep but the address lacks energy", c)
+	if !ok {
 		return nil
 	}
-	pool := *s.o.EnergyPool
-	pr, err := s.o.Node.GetAccountResource(ctx, pool.Address())
+	pr, err := s.o.Node.GetAccountResource(ctx, pool.Pool)
 	if err != nil {
 		return err
 	}
@@ -436,32 +441,32 @@ func (s *Sweeper) sweepUSDT(ctx context.Context, c candidate, bal *big.Int, rep 
 		return err
 	}
 	sun = max((sun+tron.SunPerTRX-1)/tron.SunPerTRX*tron.SunPerTRX, tron.SunPerTRX) // whole TRX, at least 1
-	d := &tron.DelegateResourceContract{OwnerAddress: pool.Address(), Resource: tron.Energy, Balance: sun, ReceiverAddress: c.addr}
+	d := &tron.DelegateResourceContract{OwnerAddress: pool.Pool, Resource: tron.Energy, Balance: sun, ReceiverAddress: c.addr}
 	tx, err := s.o.Node.DelegateResource(ctx, d)
 	if err != nil {
 		return err
 	}
-	return s.signStoreBroadcast(ctx, c.addr, "delegate", big.NewInt(sun), tx, tron.Intent{Contract: d}, pool, rep)
+	return s.signStoreBroadcast(ctx, c.addr, "delegate", big.NewInt(sun), tx, tron.Intent{Contract: d}, pool.Key, pool.PermissionID, rep)
 }
 
 // activate has the energy pool create the deposit address's account (kind activate).
 func (s *Sweeper) activate(ctx context.Context, c candidate, rep *Report) error {
 	if s.o.EnergyPool == nil {
-		s.log.Warn("USDT to sweep from an address with no account on chain and no SWEEP_POOL_KEY to create it", "address", c.addr.String())
+		s.log.Warn("USDT to sweep from an address with no account on chain and no SWEEP_SIGNER_KEY to create it", "address", c.addr.String())
 		return nil
 	}
-	pool := *s.o.EnergyPool
-	a := &tron.AccountCreateContract{OwnerAddress: pool.Address(), AccountAddress: c.addr}
+	payer := s.o.EnergyPool.Payer()
+	a := &tron.AccountCreateContract{OwnerAddress: payer.Address(), AccountAddress: c.addr}
 	tx, err := s.o.Node.CreateAccount(ctx, a)
 	if err != nil {
 		return err
 	}
-	return s.signStoreBroadcast(ctx, c.addr, "activate", big.NewInt(1), tx, tron.Intent{Contract: a}, pool, rep)
+	return s.signStoreBroadcast(ctx, c.addr, "activate", big.NewInt(1), tx, tron.Intent{Contract: a}, payer, 0, rep)
 }
 
 // takeBackEnergy undelegates the pool's energy once the USDT it was lent for has moved.
 func (s *Sweeper) takeBackEnergy(ctx context.Context, c candidate, open map[string]bool, usdtLeft bool, rep *Report) error {
-	if s.o.EnergyPool == nil || usdtLeft || open["usdt"] || open["delegate"] || open["undelegate"] {
+	if s.o.EnergyPool == nil || len(s.o.EnergyPool.Pools()) == 0 || usdtLeft || open["usdt"] || open["delegate"] || open["undelegate"] {
 		return nil
 	}
 	// Delegated minus undelegated, over confirmed rows.
@@ -471,27 +476,34 @@ func (s *Sweeper) takeBackEnergy(ctx context.Context, c candidate, open map[stri
 	if err != nil || lent <= 0 {
 		return err
 	}
-	pool := *s.o.EnergyPool
-	u := &tron.UnDelegateResourceContract{OwnerAddress: pool.Address(), Resource: tron.Energy, Balance: lent, ReceiverAddress: c.addr}
+	pool, ok := s.energyGrant("energy to take back", c)
+	if !ok {
+		return nil // taken back once the permission is back
+	}
+	u := &tron.UnDelegateResourceContract{OwnerAddress: pool.Pool, Resource: tron.Energy, Balance: lent, ReceiverAddress: c.addr}
 	tx, err := s.o.Node.UnDelegateResource(ctx, u)
 	if err != nil {
 		return err
 	}
-	return s.signStoreBroadcast(ctx, c.addr, "undelegate", big.NewInt(lent), tx, tron.Intent{Contract: u}, pool, rep)
+	return s.signStoreBroadcast(ctx, c.addr, "undelegate", big.NewInt(lent), tx, tron.Intent{Contract: u}, pool.Key, pool.PermissionID, rep)
 }
 
 // signStoreBroadcast checks the node-built tx against the intent, signs it, stores it with
 // its row and broadcasts it after the commit.
 func (s *Sweeper) signStoreBroadcast(ctx context.Context, addr tron.Address, kind string, amount *big.Int, tx *tron.Transaction,
-	intent tron.Intent, key tron.PrivateKey, rep *Report) error {
+	intent tron.Intent, key tron.PrivateKey, permissionID int32, rep *Report) error {
 	intent.Now = s.o.Now()
 	raw, err := tron.CheckBuilt(tx, intent)
 	if err != nil {
 		return err
 	}
-	if err := tron.SignTransaction(tx, key); err != nil {
+	// The node builds with Permission_id 0; a pool's signer signs under its permission.
+	raw.PermissionID = permissionID
+	signed, err := tron.NewSignedTransaction(raw, tx.Visible, key)
+	if err != nil {
 		return err
 	}
+	*tx = *signed
 	b, err := json.Marshal(tx)
 	if err != nil {
 		return err
@@ -513,4 +525,19 @@ func (s *Sweeper) signStoreBroadcast(ctx context.Context, addr tron.Address, kin
 	}
 	s.log.Info("sweep transaction sent", "kind", kind, "address", addr.String(), "amount", amount.String(), "txid", tx.TxID)
 	return nil
+}
+
+// energyGrant is the energy pool's usable grant; without one the step is skipped (with a
+// log line) and tried again on a later run.
+func (s *Sweeper) energyGrant(what string, c candidate) (custody.Grant, bool) {
+	if s.o.EnergyPool == nil || len(s.o.EnergyPool.Pools()) == 0 {
+		s.log.Warn(what+" and no SWEEP_POOL_ADDRESS is set", "address", c.addr.String())
+		return custody.Grant{}, false
+	}
+	pool := s.o.EnergyPool.Pools()[0]
+	g, ok := s.o.EnergyPool.Grant(pool)
+	if !ok {
+		s.log.Warn(what+" but no signer holds the energy pool's delegate permission now", "address", c.addr.String(), "pool", pool.String())
+	}
+	return g, ok
 }

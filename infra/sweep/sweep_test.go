@@ -19,6 +19,7 @@ import (
 	"rental/infra/ledgerstore"
 	"rental/infra/sweep"
 	"rental/infra/testenv"
+	"rental/infra/testenv/chainstack"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
 	"rental/schemas/events"
@@ -74,7 +75,7 @@ func TestSweepMovesUSDTWithPoolEnergyThenTRX(t *testing.T) {
 	treasurySeed := sha256.Sum256([]byte("sweep test treasury"))
 	treasury := tron.PrivateKeyFromBytes(treasurySeed[:]).Address()
 	sim, err := tronsim.New(tronsim.Options{Network: network.Nile, Genesis: []tronsim.GenesisAccount{
-		{Address: pool.Address(), BalanceSun: 1_000_000_000, StakeEnergySun: 1_000_000_000_000},
+		{Address: pool.Address(), BalanceSun: 1_000_000_000, StakeEnergySun: 1_000_000_000_000}, chainstack.SignerAccount(),
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func TestSweepMovesUSDTWithPoolEnergyThenTRX(t *testing.T) {
 		t.Fatalf("derived key of index 0 is %s, the deposit address is %s", k.Address(), addr)
 	}
 	sw, err := sweep.New(sweep.Options{Pool: db.Pool, Node: tron.NewClient(srv.URL), Keys: keys, Treasury: treasury,
-		USDTContract: sim.USDTContract(), EnergyPool: &pool, Registerer: prometheus.NewRegistry()})
+		USDTContract: sim.USDTContract(), EnergyPool: chainstack.GrantSigner(t, sim, tron.NewClient(srv.URL), pool), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestSweepActivatesAUSDTOnlyAddress(t *testing.T) {
 	treasurySeed := sha256.Sum256([]byte("sweep test treasury"))
 	treasury := tron.PrivateKeyFromBytes(treasurySeed[:]).Address()
 	sim, err := tronsim.New(tronsim.Options{Network: network.Nile, Genesis: []tronsim.GenesisAccount{
-		{Address: pool.Address(), BalanceSun: 1_000_000_000, StakeEnergySun: 1_000_000_000_000},
+		{Address: pool.Address(), BalanceSun: 1_000_000_000, StakeEnergySun: 1_000_000_000_000}, chainstack.SignerAccount(),
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +239,7 @@ func TestSweepActivatesAUSDTOnlyAddress(t *testing.T) {
 
 	keys, _ := sweep.NewKeys(deposits.DevSeedHex)
 	sw, err := sweep.New(sweep.Options{Pool: db.Pool, Node: tron.NewClient(srv.URL), Keys: keys, Treasury: treasury,
-		USDTContract: sim.USDTContract(), EnergyPool: &pool, Registerer: prometheus.NewRegistry()})
+		USDTContract: sim.USDTContract(), EnergyPool: chainstack.GrantSigner(t, sim, tron.NewClient(srv.URL), pool), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,12 @@ var contractTypeNames = map[ContractType]string{
 	TriggerSmartContractType:       "TriggerSmartContract",
 	DelegateResourceContractType:   "DelegateResourceContract",
 	UnDelegateResourceContractType: "UnDelegateResourceContract",
+	// permission.go
+	AccountPermissionUpdateContractType: "AccountPermissionUpdateContract",
+	FreezeBalanceV2ContractType:         "FreezeBalanceV2Contract",
+	UnfreezeBalanceV2ContractType:       "UnfreezeBalanceV2Contract",
+	WithdrawExpireUnfreezeContractType:  "WithdrawExpireUnfreezeContract",
+	CancelAllUnfreezeV2ContractType:     "CancelAllUnfreezeV2Contract",
 }
 
 // String is the enum name java-tron prints in "type" (and the message name in type_url).
@@ -71,6 +77,14 @@ func newContract(t ContractType) Contract {
 		return &DelegateResourceContract{}
 	case UnDelegateResourceContractType:
 		return &UnDelegateResourceContract{}
+	case AccountPermissionUpdateContractType:
+		return &AccountPermissionUpdateContract{}
+	case FreezeBalanceV2ContractType:
+		return &FreezeBalanceV2Contract{}
+	case UnfreezeBalanceV2ContractType:
+		return &UnfreezeBalanceV2Contract{}
+	case WithdrawExpireUnfreezeContractType, CancelAllUnfreezeV2ContractType:
+		return &OwnerOnlyContract{Kind: t}
 	}
 	return nil
 }

@@ -23,6 +23,14 @@ func FuzzUnmarshalRawData(f *testing.F) {
 	if b, err := r.Marshal(); err == nil {
 		f.Add(b)
 	}
+	r.PermissionID = 3
+	r.Contract = &AccountPermissionUpdateContract{OwnerAddress: from,
+		OwnerPerm: &Permission{Name: "owner", Threshold: 1, Keys: []PermissionKey{{Address: from[:], Weight: 1}}},
+		Actives: []Permission{{Type: PermissionActive, ID: 2, Name: "delegate", Threshold: 1,
+			Operations: Operations(DelegateResourceContractType, UnDelegateResourceContractType), Keys: []PermissionKey{{Address: to[:], Weight: 1}}}}}
+	if b, err := r.Marshal(); err == nil {
+		f.Add(b)
+	}
 	f.Add([]byte{})
 	f.Add([]byte{0x0a, 0x02, 0x01})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})

@@ -178,7 +178,7 @@ func TestUnmarshalRawDataStrict(t *testing.T) {
 		"scripts (12)":           withField(12),
 		"two contracts":          append(append([]byte(nil), good...), contractOf(TransferContractType, transfer)...),
 		"no contract":            appendVarint(nil, 8, 1),
-		"unsupported type":       contractOf(ContractType(54), transfer), // FreezeBalanceV2
+		"unsupported type":       contractOf(ContractType(13), transfer), // WithdrawBalanceContract
 		"type_url of other type": wrongURL,
 		"unknown contract field": contractOf(TransferContractType, append(append([]byte(nil), transfer...), 0x38, 0x01)),
 		"20-byte address":        contractOf(TransferContractType, appendBytes(nil, 1, owner[1:])),

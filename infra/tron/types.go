@@ -181,6 +181,10 @@ type Account struct {
 	AcquiredDelegatedFrozenV2BalanceForBandwidth int64 `json:"acquired_delegated_frozenV2_balance_for_bandwidth,omitempty"`
 
 	AccountResource AccountResourceState `json:"account_resource"`
+
+	// OwnerPermission and ActivePermission are the account's permissions (permission.go).
+	OwnerPermission  *AccountPermission  `json:"owner_permission,omitempty"`
+	ActivePermission []AccountPermission `json:"active_permission,omitempty"`
 }
 
 // Exists reports whether the node knows the account (it has been activated).

@@ -296,7 +296,7 @@ func (s *Sim) pendLocked() *state {
 	s.pend.endDeepRentals(ctx.now)
 	for _, list := range [][]*txRecord{s.heldRecs(), s.pending} {
 		for _, r := range list {
-			ctx.feeLimit = r.Data.FeeLimit
+			ctx.feeLimit, ctx.sigs = r.Data.FeeLimit, len(r.Sigs)
 			_, _ = s.pend.execute(ctx, r.Data.Contract, r.netBytes())
 		}
 	}
@@ -402,7 +402,7 @@ func (s *Sim) mineOneLocked() {
 			s.log.Info("tronsim dropped an expired transaction at packing", "txid", r.ID)
 			continue
 		}
-		ctx.feeLimit = r.Data.FeeLimit
+		ctx.feeLimit, ctx.sigs = r.Data.FeeLimit, len(r.Sigs)
 		res, err := s.confirmed.execute(ctx, r.Data.Contract, r.netBytes())
 		if err != nil {
 			// Valid against the pending state but not any more (an earlier transaction in
@@ -482,6 +482,8 @@ const (
 	codeDup            = "DUP_TRANSACTION_ERROR"
 	codeTapos          = "TAPOS_ERROR"
 	codeExpired        = "TRANSACTION_EXPIRATION_ERROR"
+	codeTooBig         = "TOO_BIG_TRANSACTION_ERROR"
+	codeExe            = "CONTRACT_EXE_ERROR"
 	codeOther          = "OTHER_ERROR"
 	maxExpirationAhead = 24 * 3600 * 1000 // java-tron's MAXIMUM_TIME_UNTIL_EXPIRATION
 )
@@ -494,8 +496,11 @@ type submitError struct {
 
 func (e *submitError) Error() string { return e.Code + ": " + e.Msg }
 
-// submitLocked runs java-tron's broadcast checks in its order (TaPoS, expiration, dup,
-// signature, contract validation) and queues the transaction for the next block.
+// submitLocked runs java-tron's broadcast checks in its order and queues the transaction
+// for the next block: Wallet.broadcastTransaction's checkExpiration against the next
+// block slot; Manager.pushTransaction's signature and permission check; then
+// processTransaction's TaPoS, validateCommon (size, expiration), validateDup, bandwidth,
+// the multi-signature fee and the contract.
 // fromBroadcast enables the broadcast-only faults (reject_delegation, drop_tx).
 func (s *Sim) submitLocked(rec *txRecord, fromBroadcast bool) error {
 	if s.closed {
@@ -514,24 +519,27 @@ func (s *Sim) submitLocked(rec *txRecord, fromBroadcast bool) error {
 			return &submitError{"SERVER_BUSY", "Server busy."}
 		}
 	}
-	// java-tron's Manager.processTransaction order: TaPoS, expiration, then duplicates. A
-	// landed transaction broadcast again after its expiration is therefore refused as
-	// expired, not as a duplicate.
 	head := s.head()
+	if rec.Data.Expiration < head.Time+BlockTimeMs {
+		// TransactionCapsule.checkExpiration(getNextBlockSlotTime()), before the push.
+		return &submitError{codeExpired, "Transaction expired"}
+	}
+	if err := s.validateSignatureLocked(rec); err != nil {
+		return &submitError{codeSigError, "Validate signature error: " + err.Error()}
+	}
 	if !s.taposOK(rec.Data) {
 		return &submitError{codeTapos, "Tapos check error."}
+	}
+	if err := tooBig(rec); err != nil {
+		return &submitError{codeTooBig, err.Error()}
 	}
 	if exp := rec.Data.Expiration; exp <= head.Time || exp > head.Time+maxExpirationAhead {
 		return &submitError{codeExpired, "Transaction expired"}
 	}
-	if old, ok := s.known[rec.ID]; ok {
-		if old.Block > 0 {
-			return &submitError{codeDup, "Dup transaction."}
-		}
-		return &submitError{codeDup, "Transaction already exists."}
-	}
-	if err := checkSignature(rec); err != nil {
-		return &submitError{codeSigError, "Validate signature error: " + err.Error()}
+	if _, ok := s.known[rec.ID]; ok {
+		// validateDup: the transaction store holds pending and landed transactions alike
+		// (processTransaction writes it inside the pending session).
+		return &submitError{codeDup, "Dup transaction."}
 	}
 	typ := rec.Data.Contract.Type()
 	if fromBroadcast && (typ == tron.DelegateResourceContractType || typ == tron.UnDelegateResourceContractType) &&
@@ -543,21 +551,18 @@ func (s *Sim) submitLocked(rec *txRecord, fromBroadcast bool) error {
 		return &submitError{codeValidate, "Contract validate error : " + msg}
 	}
 	ctx := s.ctxFor(head.Num + 1)
-	ctx.feeLimit = rec.Data.FeeLimit
+	ctx.feeLimit, ctx.sigs = rec.Data.FeeLimit, len(rec.Sigs)
 	if fromBroadcast && s.faults.DropTx > 0 {
 		// Validate on a scratch copy: a dropped transaction must not change anything.
 		if _, err := s.viewLocked().clone().execute(ctx, rec.Data.Contract, rec.netBytes()); err != nil {
-			return &submitError{codeValidate, "Contract validate error : " + err.Error()}
+			return executeRefusal(err)
 		}
 		s.faults.take(FaultDropTx)
 		s.log.Info("tronsim fault drop_tx swallowed a transaction", "txid", rec.ID)
 		return nil
 	}
 	if _, err := s.pendLocked().execute(ctx, rec.Data.Contract, rec.netBytes()); err != nil {
-		if _, ok := err.(bandwidthError); ok {
-			return &submitError{"BANDWITH_ERROR", err.Error()}
-		}
-		return &submitError{codeValidate, "Contract validate error : " + err.Error()}
+		return executeRefusal(err)
 	}
 	s.known[rec.ID] = rec
 	p2pFailed := fromBroadcast && s.faults.take(FaultP2PFailed)
@@ -593,24 +598,16 @@ func (s *Sim) taposOK(r *tron.RawData) bool {
 	return bytes.Equal(s.blocks[n].ID[8:16], r.RefBlockHash)
 }
 
-// checkSignature requires exactly the owner's signature (the simulator models no
-// multi-signature permissions).
-func checkSignature(rec *txRecord) error {
-	if len(rec.Sigs) == 0 {
-		return errors.New("miss sig or contract")
+// executeRefusal is Wallet.broadcastTransaction's answer to an execution error.
+func executeRefusal(err error) *submitError {
+	var ee *execError
+	switch {
+	case errors.As(err, &bandwidthError{}):
+		return &submitError{"BANDWITH_ERROR", err.Error()}
+	case errors.As(err, &ee):
+		return &submitError{codeExe, "Contract execute error : " + ee.Msg}
 	}
-	h := sha256.Sum256(rec.Raw)
-	for _, sh := range rec.Sigs {
-		sig, err := hex.DecodeString(sh)
-		if err != nil {
-			return errors.New("sig error")
-		}
-		a, err := tron.RecoverHash(h[:], sig)
-		if err != nil || a != rec.Data.Contract.Owner() {
-			return errors.New("sig error")
-		}
-	}
-	return nil
+	return &submitError{codeValidate, "Contract validate error : " + err.Error()}
 }
 
 // refBlockLocked fills TaPoS and expiration for a transaction built on the current head:

@@ -55,6 +55,9 @@ type execCtx struct {
 	// nothing: building a transaction runs only the actuator's validate in java-tron
 	// (Wallet.createTransactionCapsule).
 	validateOnly bool
+	// sigs is the transaction's signature count: more than one burns the multi-signature
+	// fee (permission.go).
+	sigs int
 }
 
 // validatesInPlace reports the contracts whose execution checks everything before it
@@ -62,7 +65,7 @@ type execCtx struct {
 // pending state itself instead of a copy of every account and delegation.
 func validatesInPlace(c tron.Contract) bool {
 	switch c.(type) {
-	case *tron.DelegateResourceContract, *tron.UnDelegateResourceContract:
+	case *tron.DelegateResourceContract, *tron.UnDelegateResourceContract, *tron.AccountPermissionUpdateContract:
 		return true
 	}
 	return false
@@ -118,9 +121,14 @@ func (s *state) execute(ctx execCtx, c tron.Contract, netBytes int64) (execResul
 		}
 		charged = true
 	}
+	multiSign, err := s.chargeMultiSign(owner, ctx.sigs) // Manager.consumeMultiSignFee, after bandwidth
+	if err != nil {
+		s.Accounts[owner] = before
+		return execResult{}, err
+	}
 	res, err := s.executeContract(ctx, c, netBytes)
 	if err != nil {
-		if charged {
+		if charged || multiSign > 0 {
 			s.Accounts[owner] = before
 		}
 		return res, err
@@ -129,6 +137,7 @@ func (s *state) execute(ctx execCtx, c tron.Contract, netBytes int64) (execResul
 		res.NetUsage, res.NetFee = net.fromStakeOrFree, net.burned
 		res.Fee += net.burned
 	}
+	res.Fee += multiSign
 	return res, nil
 }
 
@@ -193,6 +202,8 @@ func (s *state) executeContract(ctx execCtx, c tron.Contract, netBytes int64) (e
 		return s.execUndelegate(ctx, c, netBytes)
 	case *tron.TriggerSmartContract:
 		return s.execTrigger(ctx, c, netBytes)
+	case *tron.AccountPermissionUpdateContract:
+		return s.execPermissionUpdate(ctx, c, netBytes)
 	}
 	return execResult{}, invalid("contract type %s is not supported by the simulator", c.Type())
 }

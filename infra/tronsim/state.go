@@ -43,6 +43,10 @@ type account struct {
 	NetTime      int64 `json:"net_time,omitempty"`
 	FreeNetUsage int64 `json:"free_net_usage,omitempty"`
 	FreeNetTime  int64 `json:"free_net_time,omitempty"`
+
+	// Perms are the permissions set by AccountPermissionUpdateContract; nil means
+	// java-tron's defaults (permission.go).
+	Perms *accountPerms `json:"perms,omitempty"`
 }
 
 // delegKey identifies a delegation record. java-tron keeps a locked and an unlocked record

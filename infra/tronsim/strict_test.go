@@ -143,13 +143,13 @@ func TestReturnMessageIsTextUnderVisible(t *testing.T) {
 		Balance: 100 * trx, Resource: "ENERGY", Visible: true}
 	tx := h.signed("/wallet/delegateresource", req, pool)
 	h.broadcast(tx)
-	if r := h.broadcast(tx); r.Message != "Transaction already exists." {
+	if r := h.broadcast(tx); r.Message != "Dup transaction." {
 		t.Fatalf("visible message %q", r.Message)
 	}
 	tx.Visible = false
 	var raw map[string]any
 	h.wallet("/wallet/broadcasttransaction", tx, &raw)
-	if raw["message"] != hex.EncodeToString([]byte("Transaction already exists.")) {
+	if raw["message"] != hex.EncodeToString([]byte("Dup transaction.")) {
 		t.Fatalf("non-visible message %v", raw["message"])
 	}
 }

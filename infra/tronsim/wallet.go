@@ -89,7 +89,8 @@ func (s *Sim) walletRoutes() map[string]struct {
 		"triggerconstantcontract":            {s.triggerConstantContract, true},
 		"estimateenergy":                     {s.estimateEnergy, false},
 		"broadcasttransaction":               {s.broadcastTransaction, false},
-		"getsignweight":                      {s.getSignWeight, false}, // signweight.go
+		"accountpermissionupdate":            {s.accountPermissionUpdate, false}, // permission.go
+		"getsignweight":                      {s.getSignWeight, false},
 	}
 }
 
@@ -126,6 +127,7 @@ func (s *Sim) serveWallet(fn walletFunc, solid bool) http.Handler {
 		_ = json.Unmarshal(req.body, &v)
 		req.visible = v.Visible
 		out, err := fn(req)
+		out = applyPermissionID(req, out) // permission.go
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
 			var ne *nodeErr
@@ -435,6 +437,10 @@ func (s *Sim) getTransactionInfoByBlockNum(r *walletReq) (any, error) {
 	if err := r.decode(&q); err != nil {
 		return nil, err
 	}
+	if q.Num <= 0 {
+		// GetTransactionInfoByBlockNumServlet answers {} for a number that is not positive.
+		return emptyObject, nil
+	}
 	infos := []tron.TransactionInfo{}
 	if b := s.blockAt(q.Num, r.solid); b != nil {
 		for _, t := range b.Txs {
@@ -560,6 +566,8 @@ func (s *Sim) getAccount(r *walletReq) (any, error) {
 	}
 	if a.IsContract {
 		out.Type = "Contract"
+	} else {
+		out.OwnerPermission, out.ActivePermission = permissionsJSON(addr, a, r.visible)
 	}
 	return out, nil
 }
@@ -702,6 +710,8 @@ func (s *Sim) getChainParameters(*walletReq) (any, error) {
 		{Key: "getTotalEnergyLimit", Value: p.TotalEnergyLimit},
 		{Key: "getTotalEnergyCurrentLimit", Value: p.TotalEnergyLimit},
 		{Key: "getAllowMultiSign", Value: 1},
+		{Key: "getUpdateAccountPermissionFee", Value: updateAccountPermissionFee},
+		{Key: "getMultiSignFee", Value: multiSignFee},
 		{Key: "getAllowAdaptiveEnergy", Value: 0},
 		{Key: "getMaxFeeLimit", Value: p.MaxFeeLimit},
 		{Key: "getAllowNewResourceModel", Value: 1},

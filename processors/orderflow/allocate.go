@@ -47,7 +47,7 @@ func (f *Flow) allocate(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 	var w orderstore.Writes
 	remaining := o.Amount
 	seq := 0
-	if o.Network.SellsOwnStake() && len(f.o.Pools) > 0 {
+	if o.Network.SellsOwnStake() && len(f.pools()) > 0 {
 		var err error
 		if seq, remaining, err = f.allocatePools(ctx, tx, o, &w); err != nil {
 			return false, nil, err
@@ -92,7 +92,7 @@ func (f *Flow) allocate(ctx context.Context, tx pgx.Tx, o orderstore.Row) (bool,
 // last energy at once are possible (fills are not locked against each other outside the
 // allocation); the rent that loses reverts, and its fill fails like any refused delegation.
 func (f *Flow) queueDeepFill(ctx context.Context, q pgx.Tx, w *orderstore.Writes, o orderstore.Row, seq int, amount int64) (bool, error) {
-	if f.o.Deep == nil || o.Resource != orders.Energy || !o.Network.SellsOwnStake() || len(f.o.Pools) == 0 || o.DurationSeconds == nil {
+	if f.o.Deep == nil || o.Resource != orders.Energy || !o.Network.SellsOwnStake() || len(f.pools()) == 0 || o.DurationSeconds == nil {
 		return false, nil
 	}
 	avail, err := f.o.Deep.Available(ctx)
@@ -108,7 +108,7 @@ func (f *Flow) queueDeepFill(ctx context.Context, q pgx.Tx, w *orderstore.Writes
 	if take <= 0 {
 		return false, nil
 	}
-	res, err := f.chain.weights(ctx, f.o.Node, f.o.Pools[0].Address(), f.o.Now())
+	res, err := f.chain.weights(ctx, f.o.Node, f.pools()[0], f.o.Now())
 	if err != nil {
 		return false, fmt.Errorf("read network weights: %w", err)
 	}
@@ -140,7 +140,7 @@ func (f *Flow) poolFigures(ctx context.Context, r orders.Resource) (figures map[
 	limit, weight int64, err error) {
 	figures = map[string]poolFigure{}
 	var any tron.Address
-	for p := range f.byAddr {
+	for _, p := range f.o.Signers.Usable() { // a pool without a usable signer is not drawn from
 		can, readAt, err := f.chain.delegatable(ctx, f.o.Node, p, resourceCode(r), f.o.Now())
 		if err != nil {
 			return nil, nil, 0, 0, fmt.Errorf("read pool %s: %w", p, err)
@@ -275,7 +275,7 @@ type allocReq struct {
 // still waiting for its allocation; it returns once the order's group ran (whatever it did:
 // the order's own step handles anything left). Callers then Advance the order as usual.
 func (f *Flow) allocateInGroup(ctx context.Context, orderID string) {
-	if len(f.o.Pools) == 0 || !f.o.Network.SellsOwnStake() {
+	if !f.hasPools() {
 		return
 	}
 	g := &f.alloc

@@ -17,7 +17,7 @@ import (
 func TestProcessorRefusesANodeOfAnotherChain(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools,
+	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Signers: e.signers(),
 		Logger: quiet(), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"rental/infra/testenv/chainstack"
 	"rental/schemas/orders"
 )
 
@@ -33,12 +34,12 @@ func TestSIGKILLDuringFiveHundredOrdersAcrossThreeReplicas(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "rental/processors/cmd/orderflow").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	keys := make([]string, len(e.pools))
+	pools := make([]string, len(e.pools))
 	for i, k := range e.pools {
-		keys[i] = k.Hex()
+		pools[i] = k.Address().String()
 	}
 	envv := append(os.Environ(), "DATABASE_URL="+e.db.URL, "KAFKA_BROKERS="+e.brokers, "TRON_NODE_URL="+e.simURL,
-		"POOL_KEYS="+strings.Join(keys, ","), "POOL_ADDRESSES=", "NETWORK=mainnet", "METRICS_ADDR=off",
+		"SIGNER_KEYS="+chainstack.SignerKey().Hex(), "POOL_ADDRESSES="+strings.Join(pools, ","), "NETWORK=mainnet", "METRICS_ADDR=off",
 		"ORDER_LAND_GRACE=2s", "KAFKA_SESSION_TIMEOUT=6s", "CONFIRMATIONS=1")
 
 	logDir := t.TempDir()

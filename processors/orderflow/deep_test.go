@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"rental/infra/supply"
+	"rental/infra/testenv/chainstack"
 	"rental/infra/tron"
 	"rental/infra/tronsim"
 	"rental/schemas/orders"
@@ -20,7 +21,7 @@ func TestOrderBeyondThePoolIsRentedFromTheDeepReserve(t *testing.T) {
 	e := newEnv(t, poolTRX)
 	ctx := context.Background()
 	contract := tronsim.DeepReserveContract()
-	e.deep = supply.NewDeepReserve(e.node, contract, e.pools[0].Address())
+	e.deep = supply.NewDeepReserve(e.node, contract, chainstack.SignerKey().Address())
 	e.startFlow()
 
 	res, err := e.node.GetAccountResource(ctx, e.pools[0].Address())
@@ -35,7 +36,7 @@ func TestOrderBeyondThePoolIsRentedFromTheDeepReserve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payerBefore, err := e.node.GetAccount(ctx, e.pools[0].Address())
+	payerBefore, err := e.node.GetAccount(ctx, chainstack.SignerKey().Address())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,17 +72,18 @@ func TestOrderBeyondThePoolIsRentedFromTheDeepReserve(t *testing.T) {
 	if after, err := e.deep.Available(ctx); err != nil || after != deepBefore-deepPart {
 		t.Fatalf("deep reserve available %d after renting %d of %d (%v)", after, deepPart, deepBefore, err)
 	}
-	// The first pool paid the rental: the contract's price for the deep part and the tier.
+	// The payer (the signer key's own account, never a pool) paid the rental: the contract's
+	// price for the deep part and the tier.
 	price, err := e.deep.RentalPrice(ctx, deepPart, 300)
 	if err != nil {
 		t.Fatal(err)
 	}
-	payerAfter, err := e.node.GetAccount(ctx, e.pools[0].Address())
+	payerAfter, err := e.node.GetAccount(ctx, chainstack.SignerKey().Address())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if paid := payerBefore.Balance - payerAfter.Balance; paid < price || paid > price+tronsim.DeepRentEnergy*100 {
-		t.Fatalf("the pool paid %d, the rental costs %d plus at most the call's energy", paid, price)
+		t.Fatalf("the payer paid %d, the rental costs %d plus at most the call's energy", paid, price)
 	}
 
 	// Expiry: the pool's part is undelegated by the processor, the contract's ends by

@@ -40,10 +40,11 @@ func (f *Flow) deliver(ctx context.Context, tx pgx.Tx, o orderstore.Row, pre *lo
 			if ok {
 				attempt = j.Attempt + 1
 			}
-			if len(f.o.Pools) == 0 {
+			payer, ok := f.payer()
+			if !ok {
 				return true, nil, f.fail(ctx, tx, o, apierr.DelegationFailed, "no own account is configured to activate the receiver from")
 			}
-			owner := f.o.Pools[0].Address()
+			owner := payer.Address()
 			c := &tron.AccountCreateContract{OwnerAddress: owner, AccountAddress: receiver}
 			j, err = f.sign(ctx, tx, o, orderstore.PurposeActivate, -1, attempt, tron.Intent{Contract: c}, func(ctx context.Context) (*tron.Transaction, error) {
 				return f.o.Node.CreateAccount(ctx, c)
@@ -202,6 +203,9 @@ var errUndeliverable = errors.New("undeliverable")
 // the same request is refused again) at once, an answer the service does not recognise
 // once the order is older than BuildRetryFor. Temporary answers are retried.
 func (f *Flow) buildGivesUp(o orderstore.Row, err error) bool {
+	if errors.Is(err, errNoGrant) {
+		return true
+	}
 	switch tron.Classify(err) {
 	case tron.Refused:
 		return true
@@ -219,7 +223,8 @@ func (f *Flow) buildGivesUp(o orderstore.Row, err error) bool {
 func (f *Flow) delegation(ctx context.Context, o orderstore.Row, fl orderstore.Fill, receiver tron.Address) (tron.Intent,
 	func(context.Context) (*tron.Transaction, error), error) {
 	if fl.Source == orderstore.SourceDeep {
-		if f.o.Deep == nil || len(f.o.Pools) == 0 {
+		payer, ok := f.payer()
+		if f.o.Deep == nil || !ok {
 			return tron.Intent{}, nil, fmt.Errorf("%w: the deep reserve is not configured", errUndeliverable)
 		}
 		secs := *o.DurationSeconds
@@ -227,7 +232,7 @@ func (f *Flow) delegation(ctx context.Context, o orderstore.Row, fl orderstore.F
 		if err != nil {
 			return tron.Intent{}, nil, err
 		}
-		c := &tron.TriggerSmartContract{OwnerAddress: f.o.Pools[0].Address(), ContractAddress: f.o.Deep.Contract(),
+		c := &tron.TriggerSmartContract{OwnerAddress: payer.Address(), ContractAddress: f.o.Deep.Contract(),
 			CallValue: price, Data: f.o.Deep.RentCall(receiver, fl.Amount, secs)}
 		return tron.Intent{Contract: c, FeeLimit: f.o.DeepFeeLimit}, func(ctx context.Context) (*tron.Transaction, error) {
 			if err := preflight(ctx, f.o.Node, c); err != nil {

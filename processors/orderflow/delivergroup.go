@@ -53,7 +53,7 @@ type deliverReq struct {
 // to be done for it now. Otherwise its step goes on as usual (what the group committed, a
 // journaled delegation, is the step's to broadcast).
 func (f *Flow) deliverInGroup(ctx context.Context, orderID string) bool {
-	if len(f.o.Pools) == 0 || !f.o.Network.SellsOwnStake() {
+	if !f.hasPools() {
 		return false
 	}
 	r := &deliverReq{orderID: orderID}

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"rental/infra/custody"
 	"rental/infra/ledgerstore"
 	"rental/infra/metrics"
 	"rental/infra/orderstore"
@@ -99,9 +100,11 @@ type Options struct {
 	Node    Node
 	Ledger  *ledgerstore.Ledger
 	Network network.Network
-	// Pools are the keys of the service's own stake addresses, in the order they are
-	// drawn from. The processor signs delegations with them.
-	Pools []tron.PrivateKey
+	// Signers are the own stake pools with their signer keys and the delegate permissions
+	// found on chain (infra/custody, started by the caller): allocation draws only from
+	// pools a signer may use now, and delegations and reclaims are signed under the
+	// pool's permission. Nil: no own pools.
+	Signers *custody.Signers
 	// Providers are the market providers orders spill to when the own pools cannot fill
 	// them (in this order). On a network that does not sell own stake (nile) they are the
 	// only supply.
@@ -139,7 +142,6 @@ type Options struct {
 type Flow struct {
 	o        Options
 	log      *slog.Logger
-	byAddr   map[tron.Address]tron.PrivateKey
 	chain    *chainCache
 	lockCap  *lockCap
 	alloc    allocGroup           // allocate.go
@@ -173,7 +175,7 @@ func New(o Options) (*Flow, error) {
 	if _, err := network.Parse(string(o.Network)); err != nil {
 		return nil, fmt.Errorf("orderflow: %w", err)
 	}
-	if len(o.Pools) == 0 && len(o.Providers) == 0 {
+	if o.Signers == nil && len(o.Providers) == 0 {
 		return nil, errors.New("orderflow: at least one stake pool key or provider is required")
 	}
 	if o.MarginBps <= 0 {
@@ -206,12 +208,9 @@ func New(o Options) (*Flow, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	f := &Flow{o: o, log: o.Logger.With("stage", "orderflow"), byAddr: map[tron.Address]tron.PrivateKey{},
+	f := &Flow{o: o, log: o.Logger.With("stage", "orderflow"),
 		lockCap: newLockCap(o.Network.MaxLockPeriodBlocks()), chain: newChainCache(supplystore.PoolFigureMaxAge)}
 	f.facts.atOnce = factGroupsAtOnce
-	for _, k := range o.Pools {
-		f.byAddr[k.Address()] = k
-	}
 	f.transitions = metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "orderflow_transitions_total", Help: "Order state changes made by the processor, by new state.",
 	}, []string{"to"}))
@@ -250,8 +249,8 @@ func New(o Options) (*Flow, error) {
 // RegisterPools records the stake pools in stake_pools: each row is the lock allocation
 // takes, so replicas never sell the same stake twice.
 func (f *Flow) RegisterPools(ctx context.Context) error {
-	for _, k := range f.o.Pools {
-		if err := orderstore.RegisterPool(ctx, f.o.Pool, k.Address().String(), f.o.Network); err != nil {
+	for _, p := range f.pools() {
+		if err := orderstore.RegisterPool(ctx, f.o.Pool, p.String(), f.o.Network); err != nil {
 			return fmt.Errorf("orderflow: register pool: %w", err)
 		}
 	}

@@ -425,7 +425,7 @@ func TestAStartingProcessorSendsALostBroadcastAgain(t *testing.T) {
 // state a replica leaves when it dies between the commit and the broadcast.
 func signUnsent(t *testing.T, e *env, orderID string) orderstore.JournalEntry {
 	t.Helper()
-	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools,
+	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Signers: e.signers(),
 		LandGrace: 2 * time.Second, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Now: e.clock.Now, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)

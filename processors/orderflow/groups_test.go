@@ -84,7 +84,7 @@ func TestFactsArrivingTogetherConfirmTheirOrdersTogether(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	accs := []string{e.account(10_000), e.account(10_000), e.account(10_000)}
-	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools,
+	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Signers: e.signers(),
 		LandGrace: time.Minute, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Now: e.clock.Now, Logger: quiet(),
 		Registerer: prometheus.NewRegistry()})
 	if err != nil {

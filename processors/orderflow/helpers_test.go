@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"rental/infra/custody"
 	"rental/infra/ledgerstore"
 	"rental/infra/orderstore"
 	"rental/infra/testenv"
@@ -57,9 +58,9 @@ type env struct {
 	node      *tron.Client
 	ledger    *ledgerstore.Ledger
 	clock     *clock
-	pools     []tron.PrivateKey
-	lock      LockPolicy    // the processor's DELEGATION_LOCK (default none)
-	landGrace time.Duration // the processor's LandGrace (default 2 s)
+	pools     []tron.PrivateKey // the pools' owner keys: the test's chain set-up only
+	lock      LockPolicy        // the processor's DELEGATION_LOCK (default none)
+	landGrace time.Duration     // the processor's LandGrace (default 2 s)
 }
 
 func poolKey(i int) tron.PrivateKey {
@@ -105,8 +106,10 @@ func newEnvSim(t testing.TB, nw network.Network, extra []tronsim.GenesisAccount,
 	if simOpts != nil {
 		opts = append(opts, simOpts)
 	}
+	genesis = append(genesis, chainstack.SignerAccount())
 	c := chainstack.Start(t, e.db.Pool, e.brokers, nw, genesis, opts...)
 	e.sim, e.simURL, e.node = c.Sim, c.URL, c.Node
+	chainstack.GrantSigner(t, e.sim, e.node, e.pools...)
 	var err error
 	e.ledger, err = ledgerstore.New(e.db.Pool, ledgerstore.Options{Network: nw, Now: e.clock.Now})
 	if err != nil {
@@ -135,7 +138,7 @@ func (e *env) runFlow() (*Flow, func()) {
 	if grace == 0 {
 		grace = 2 * time.Second
 	}
-	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools, Providers: e.providers, Deep: e.deep,
+	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Signers: e.signers(), Providers: e.providers, Deep: e.deep,
 		LandGrace: grace, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Now: e.clock.Now, Logger: quiet(), LockPolicy: e.lock,
 		Registerer: prometheus.NewRegistry()})
 	if err != nil {
@@ -342,4 +345,14 @@ func (e *env) invariants() {
 	for _, v := range vs {
 		e.t.Errorf("ledger invariant violated: %s", v)
 	}
+}
+
+// signers are the processor's pool signers (the chain set-up granted them in newEnvSim).
+func (e *env) signers() *custody.Signers {
+	e.t.Helper()
+	pools := make([]tron.Address, len(e.pools))
+	for i, k := range e.pools {
+		pools[i] = k.Address()
+	}
+	return chainstack.Signers(e.t, e.node, pools...)
 }

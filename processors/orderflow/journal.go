@@ -28,7 +28,7 @@ func latest(js []orderstore.JournalEntry, purpose string, fillSeq int) (ordersto
 }
 
 // sign has the node build the transaction for intent, checks it against the intent,
-// signs it with the owner's pool key, and journals it in tx together with the chain
+// signs it with the pool's signer key under its delegate permission (custody.go), and journals it in tx together with the chain
 // follower's tracking of its id. Nothing is broadcast here: the caller broadcasts after
 // tx commits, so a transaction on the wire always has its journal row.
 func (f *Flow) sign(ctx context.Context, tx pgx.Tx, o orderstore.Row, purpose string, fillSeq, attempt int,
@@ -51,9 +51,9 @@ func (f *Flow) sign(ctx context.Context, tx pgx.Tx, o orderstore.Row, purpose st
 // its journal entry as it will read back.
 func (f *Flow) signTx(ctx context.Context, o orderstore.Row, purpose string, fillSeq, attempt int,
 	intent tron.Intent, build func(context.Context) (*tron.Transaction, error)) (orderstore.Signed, orderstore.JournalEntry, error) {
-	key, ok := f.byAddr[intent.Contract.Owner()]
-	if !ok {
-		return orderstore.Signed{}, orderstore.JournalEntry{}, fmt.Errorf("no key for pool %s", intent.Contract.Owner())
+	key, permissionID, err := f.signerFor(intent.Contract.Owner())
+	if err != nil {
+		return orderstore.Signed{}, orderstore.JournalEntry{}, err
 	}
 	built, err := build(ctx)
 	if err != nil {
@@ -67,6 +67,8 @@ func (f *Flow) signTx(ctx context.Context, o orderstore.Row, purpose string, fil
 	// and lock, built within one millisecond (or by a node stamping the head block's time),
 	// are byte-identical, and the journal's primary key would hold the second back a block.
 	raw.Timestamp = uniqueStamp(raw.Timestamp)
+	// The node builds with Permission_id 0; the signer signs under the pool's permission.
+	raw.PermissionID = permissionID
 	if built, err = tron.NewSignedTransaction(raw, built.Visible, key); err != nil {
 		return orderstore.Signed{}, orderstore.JournalEntry{}, err
 	}

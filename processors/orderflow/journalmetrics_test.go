@@ -38,7 +38,7 @@ func TestSignerJournalMetrics(t *testing.T) {
 	o := e.order(acc, orderSpec{resource: orders.Energy, amount: 65_000, tier: "1h", receiver: e.receiver(true)})
 
 	reg := prometheus.NewRegistry()
-	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Pools: e.pools, Logger: quiet(), Registerer: reg})
+	f, err := New(Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: e.net, Signers: e.signers(), Logger: quiet(), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 		return err
 	}
 	cap := f.lockCap.get(ctx, f.o.Node, f.o.Now())
-	f.log.Info("order processor up", "pools", len(f.o.Pools), "group", ro.Group, "lock_policy", f.o.LockPolicy, "max_lock_blocks", cap)
+	f.log.Info("order processor up", "pools", len(f.pools()), "group", ro.Group, "lock_policy", f.o.LockPolicy, "max_lock_blocks", cap)
 	g, gctx := errgroup.WithContext(ctx)
 	f.runCtx = gctx // intent workers outlive a partition's revocation, not the processor
 	g.Go(func() error { return intents.Run(gctx) })
@@ -119,6 +119,9 @@ func (f *Flow) Run(ctx context.Context, ro RunOptions) error {
 	g.Go(func() error { return f.sweep(gctx, ro) })
 	g.Go(func() error { f.journalMetrics(gctx, ro.StatsEvery); return nil })
 	g.Go(func() error { return f.followRelays(gctx, ro.RelayEvery) }) // relay.go
+	if f.o.Signers != nil {
+		g.Go(func() error { f.o.Signers.Run(gctx); return nil }) // the pools' permissions, every minute
+	}
 	err = g.Wait()
 	f.intentWork.Wait()
 	f.log.Info("order processor stopped")

@@ -77,7 +77,8 @@ func newEnv(t testing.TB, simOpts ...func(*tronsim.Options)) *env {
 	ps := sha256.Sum256([]byte("payments test pool"))
 	pool := tron.PrivateKeyFromBytes(ps[:])
 	e.chain = chainstack.Start(t, e.db.Pool, brokers, network.Mainnet, []tronsim.GenesisAccount{{Address: pool.Address(),
-		BalanceSun: 1_000 * tron.SunPerTRX, StakeEnergySun: 10_000_000 * tron.SunPerTRX, StakeBandwidthSun: 10_000_000 * tron.SunPerTRX}}, simOpts...)
+		BalanceSun: 1_000 * tron.SunPerTRX, StakeEnergySun: 10_000_000 * tron.SunPerTRX, StakeBandwidthSun: 10_000_000 * tron.SunPerTRX},
+		chainstack.SignerAccount()}, simOpts...)
 	var err error
 	if e.ledger, err = ledgerstore.New(e.db.Pool, ledgerstore.Options{Network: network.Mainnet}); err != nil {
 		t.Fatal(err)
@@ -103,7 +104,7 @@ func newEnv(t testing.TB, simOpts ...func(*tronsim.Options)) *env {
 	}
 	e.store = paystore.New(e.db.Pool, network.Mainnet)
 	flow, err := orderflow.New(orderflow.Options{Pool: e.db.Pool, Node: e.chain.Node, Ledger: e.ledger, Network: network.Mainnet,
-		Pools: []tron.PrivateKey{pool}, LandGrace: 2 * time.Second, RetryEvery: 200 * time.Millisecond, Confirmations: 1,
+		Signers: chainstack.GrantSigner(t, e.chain.Sim, e.chain.Node, pool), LandGrace: 2 * time.Second, RetryEvery: 200 * time.Millisecond, Confirmations: 1,
 		Logger: quiet(), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)

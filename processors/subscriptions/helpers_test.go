@@ -108,8 +108,9 @@ func newEnv(t *testing.T) *env {
 	k := poolKey(0)
 	e.pools = []tron.PrivateKey{k}
 	c := chainstack.Start(t, e.db.Pool, e.brokers, network.Mainnet, []tronsim.GenesisAccount{{Address: k.Address(), BalanceSun: 1_000 * tron.SunPerTRX,
-		StakeEnergySun: 10_000_000 * tron.SunPerTRX, StakeBandwidthSun: 10_000_000 * tron.SunPerTRX}})
+		StakeEnergySun: 10_000_000 * tron.SunPerTRX, StakeBandwidthSun: 10_000_000 * tron.SunPerTRX}, chainstack.SignerAccount()})
 	e.sim, e.simURL, e.node = c.Sim, c.URL, c.Node
+	chainstack.GrantSigner(t, e.sim, e.node, k)
 	var err error
 	e.ledger, err = ledgerstore.New(e.db.Pool, ledgerstore.Options{Network: network.Mainnet})
 	if err != nil {
@@ -140,7 +141,7 @@ func newEnv(t *testing.T) *env {
 // startFlow runs one order processor replica until the test ends.
 func (e *env) startFlow() {
 	e.t.Helper()
-	f, err := orderflow.New(orderflow.Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: network.Mainnet, Pools: e.pools,
+	f, err := orderflow.New(orderflow.Options{Pool: e.db.Pool, Node: e.node, Ledger: e.ledger, Network: network.Mainnet, Signers: chainstack.Signers(e.t, e.node, e.pools[0].Address()),
 		LandGrace: 2 * time.Second, RetryEvery: 200 * time.Millisecond, Confirmations: 1, Logger: quiet(), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		e.t.Fatal(err)

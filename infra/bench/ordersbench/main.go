@@ -569,6 +569,11 @@ type pipeline struct {
 const benchStakeTRX = 100_000_000_000
 
 // benchPoolKey is the bench's stake pool: a fixed key, never used on a real chain.
+func benchSignerKey() tron.PrivateKey {
+	seed := sha256.Sum256([]byte("rental orders bench pool signer (bench only)"))
+	return tron.PrivateKeyFromBytes(seed[:])
+}
+
 func benchPoolKey() tron.PrivateKey {
 	seed := sha256.Sum256([]byte("rental orders bench stake pool (bench only)"))
 	return tron.PrivateKeyFromBytes(seed[:])
@@ -619,12 +624,14 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 	if err != nil {
 		return p, err
 	}
-	pool0 := benchPoolKey()
+	// The pool's owner key stays in this set-up; the processor signs with a key holding
+	// only its delegate permission, as in production (docs/custody.md).
+	pool0, signer := benchPoolKey(), benchSignerKey()
 	genesis := []tronsim.GenesisAccount{{
 		Address:        pool0.Address(),
 		BalanceSun:     10_000_000 * 1_000_000,
 		StakeEnergySun: benchStakeTRX * 1_000_000, // see benchStakeTRX
-	}}
+	}, {Address: signer.Address(), BalanceSun: 10_000 * 1_000_000}}
 	for range st.recvs {
 		var b [20]byte
 		_, _ = rand.Read(b[:])
@@ -648,11 +655,16 @@ func startPipeline(parent context.Context, st settings, dsn string, log *slog.Lo
 	cfg.TronNodeURL = "http://" + simLn.Addr().String()
 	cfg.SimAddr = simLn.Addr().String()
 	cfg.USDTContract = p.sim.USDTContract()
-	cfg.PoolKeys = []tron.PrivateKey{pool0}
+	if err := p.sim.GrantDelegates(pool0, signer.Address()); err != nil {
+		return p, err
+	}
+	cfg.SignerKeys = []tron.PrivateKey{signer}
 	cfg.PoolAddresses = []tron.Address{pool0.Address()}
 	mk := sha256.Sum256([]byte("rental orders bench API key master key (bench only)"))
 	cfg.Auth.MasterKey = mk[:]
-	cfg.Deposit.HDKey = deposits.DevSeedHex
+	if d, err := deposits.NewDeriver(deposits.DevSeedHex); err == nil {
+		cfg.Deposit.XPub = d.XPub() // the edge holds the public key only
+	}
 	cfg.Pricing.Providers = map[string]string{} // own pool only: no market provider to run
 	cfg.Pricing.DeepContract = tron.Address{}
 	cfg.Pricing.Every = time.Second

@@ -80,6 +80,28 @@ func devDepth(cfg *config.Config, lookup func(string) (string, bool)) {
 	}
 }
 
+// devProcessorSigner and devSweeperSigner hold the dev pool's delegate-only permission.
+func devProcessorSigner() tron.PrivateKey {
+	return devKey("rental devstack order processor signer (dev only)")
+}
+func devSweeperSigner() tron.PrivateKey { return devKey("rental devstack sweeper signer (dev only)") }
+
+// devChainSetup makes the simulated chain as an operator would on mainnet: the signers'
+// accounts exist (a chain persisted before they did gets them seeded), and the pool's
+// owner grants them its delegate-only permission.
+func devChainSetup(sim *tronsim.Sim, pool tron.PrivateKey, signers ...tron.PrivateKey) error {
+	addrs := make([]tron.Address, len(signers))
+	for i, k := range signers {
+		addrs[i] = k.Address()
+		if sim.ActivePermissions(k.Address()) == nil {
+			if err := sim.SeedAccount(tronsim.GenesisAccount{Address: k.Address(), BalanceSun: 10_000 * 1_000_000}); err != nil {
+				return err
+			}
+		}
+	}
+	return sim.GrantDelegates(pool, addrs...)
+}
+
 // devKey derives a well-known dev-only key from a phrase.
 func devKey(phrase string) tron.PrivateKey {
 	seed := sha256.Sum256([]byte(phrase))
@@ -139,7 +161,11 @@ func run(log *slog.Logger) error {
 	}
 
 	// The simulator stands in for java-tron; the stages reach it over HTTP like a real node.
+	// pool0's owner key stays in this chain set-up: it grants the processor's and the
+	// sweeper's signer keys a delegate-only permission (docs/custody.md), and no stage
+	// ever receives it.
 	pool0 := devPoolKey()
+	processorSigner, sweeperSigner := devProcessorSigner(), devSweeperSigner()
 	providerKey := devKey("rental devstack simulated provider (dev only)")
 	sim, err := tronsim.New(tronsim.Options{
 		Network:       cfg.Network,
@@ -152,6 +178,14 @@ func run(log *slog.Logger) error {
 			Address:        pool0.Address(),
 			BalanceSun:     1_000_000 * 1_000_000,
 			StakeEnergySun: 50_000_000 * 1_000_000,
+		}, {
+			// The signers' own accounts pay receiver and deposit-address activations and
+			// deep reserve rentals.
+			Address:    processorSigner.Address(),
+			BalanceSun: 100_000 * 1_000_000,
+		}, {
+			Address:    sweeperSigner.Address(),
+			BalanceSun: 10_000 * 1_000_000,
 		}, {
 			Address:           providerKey.Address(),
 			BalanceSun:        1_000 * 1_000_000,
@@ -168,8 +202,11 @@ func run(log *slog.Logger) error {
 	cfg.TronNodeURL = "http://" + cfg.SimAddr
 	cfg.USDTContract = sim.USDTContract()
 	devUSDTRate(&cfg)
-	if len(cfg.PoolKeys) == 0 {
-		cfg.PoolKeys = []tron.PrivateKey{pool0}
+	if len(cfg.SignerKeys) == 0 {
+		if err := devChainSetup(sim, pool0, processorSigner, sweeperSigner); err != nil {
+			return err
+		}
+		cfg.SignerKeys = []tron.PrivateKey{processorSigner}
 		cfg.PoolAddresses = []tron.Address{pool0.Address()}
 	}
 	if len(cfg.Auth.MasterKey) == 0 {
@@ -225,7 +262,18 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	api, err := edgestage.Edge(cfg, pool, rdb, log, reg)
+	// The edge derives deposit addresses from the public key only; the private root stays
+	// with the sweeper (docs/custody.md).
+	edgeCfg := cfg
+	edgeCfg.Deposit.HDKey = ""
+	if edgeCfg.Deposit.XPub == "" {
+		d, err := deposits.NewDeriver(cfg.Deposit.HDKey)
+		if err != nil {
+			return fmt.Errorf("DEPOSIT_HD_KEY: %w", err)
+		}
+		edgeCfg.Deposit.XPub = d.XPub()
+	}
+	api, err := edgestage.Edge(edgeCfg, pool, rdb, log, reg)
 	if err != nil {
 		return err
 	}
@@ -239,8 +287,9 @@ func run(log *slog.Logger) error {
 		return err
 	}
 	g.Go(func() error { return credit.Run(gctx) })
-	if cfg.Ledger.Treasury != "" && cfg.Ledger.SweepPoolKey == "" {
-		cfg.Ledger.SweepPoolKey = pool0.Hex() // the dev pool lends energy for USDT sweeps
+	if cfg.Ledger.Treasury != "" && cfg.Ledger.SweepSignerKey == "" {
+		// The dev pool lends energy for USDT sweeps, signed for by the sweeper's own key.
+		cfg.Ledger.SweepPoolAddress, cfg.Ledger.SweepSignerKey = pool0.Address().String(), sweeperSigner.Hex()
 	}
 	if sweeper, err := creditstage.Sweeper(cfg, pool, log, reg); err != nil {
 		return err

@@ -3,6 +3,7 @@ package chainstage
 
 import (
 	"log/slog"
+	"slices"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,7 +27,18 @@ func Chainwatch(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg pro
 		Solidified:    true,
 		PollEvery:     cfg.ChainPollEvery,
 		Start:         cfg.ChainStartBlock,
+		Pools:         watchedPools(cfg),
 		Logger:        log,
 		Registerer:    reg,
 	})
+}
+
+// watchedPools are the own pools whose foreign use is reported: POOL_ADDRESSES and the
+// sweeper's SWEEP_POOL_ADDRESS.
+func watchedPools(cfg config.Config) []tron.Address {
+	out := append([]tron.Address(nil), cfg.PoolAddresses...)
+	if a, err := tron.ParseAddress(cfg.Ledger.SweepPoolAddress); err == nil && !slices.Contains(out, a) {
+		out = append(out, a)
+	}
+	return out
 }

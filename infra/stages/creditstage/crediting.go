@@ -93,17 +93,30 @@ func Sweeper(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg promet
 	if err != nil {
 		return nil, fmt.Errorf("DEPOSIT_HD_KEY: %w", err)
 	}
+	node := tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(10*time.Second))
 	o := sweep.Options{
-		Pool: pool, Node: tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(10*time.Second)), Keys: keys,
+		Pool: pool, Node: node, Keys: keys,
 		Treasury: treasury, USDTContract: cfg.USDTContract, MinTRXSun: cfg.Ledger.SweepMinSun,
 		Every: cfg.Ledger.SweepEvery, Logger: log, Registerer: reg,
 	}
-	if cfg.Ledger.SweepPoolKey != "" {
-		k, err := tron.ParsePrivateKey(cfg.Ledger.SweepPoolKey)
+	if cfg.Ledger.SweepSignerKey != "" {
+		k, err := tron.ParsePrivateKey(cfg.Ledger.SweepSignerKey)
 		if err != nil {
-			return nil, fmt.Errorf("SWEEP_POOL_KEY: %w", err)
+			return nil, errors.New("SWEEP_SIGNER_KEY is not a hex private key") // never echo a key
 		}
-		o.EnergyPool = &k
+		var pools []tron.Address
+		if cfg.Ledger.SweepPoolAddress != "" {
+			a, err := tron.ParseAddress(cfg.Ledger.SweepPoolAddress)
+			if err != nil {
+				return nil, fmt.Errorf("SWEEP_POOL_ADDRESS: %w", err)
+			}
+			pools = append(pools, a)
+		}
+		// Checked on chain now (a key that can do more stops the stage on mainnet) and
+		// every minute while the sweeper runs.
+		if o.EnergyPool, err = stages.Signers(context.Background(), cfg, node, "sweeper", pools, []tron.PrivateKey{k}, log, reg, nil); err != nil {
+			return nil, err
+		}
 	}
 	return sweep.New(o)
 }

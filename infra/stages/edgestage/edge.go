@@ -40,8 +40,11 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 	if len(cfg.Auth.MasterKey) == 0 {
 		return nil, errors.New("API_KEY_MASTER_KEY is not set: 64 hex characters (openssl rand -hex 32) encrypting API key secrets at rest")
 	}
-	if cfg.Deposit.HDKey == "" {
-		return nil, errors.New("DEPOSIT_HD_KEY is not set: the BIP32 root (xpub, xprv or hex seed) deposit addresses derive from")
+	if cfg.Deposit.XPub == "" {
+		return nil, errors.New("DEPOSIT_XPUB is not set: the extended public key (xpub) of m/44'/195'/0'/0 deposit addresses derive from")
+	}
+	if cfg.Deposit.HDKey != "" {
+		return nil, errors.New("DEPOSIT_HD_KEY is set in the edge's environment: the private deposit root belongs to the sweeper alone; give the edge DEPOSIT_XPUB only")
 	}
 
 	store, err := accounts.New(pool, accounts.Options{MasterKey: cfg.Auth.MasterKey, PreviousMasterKey: cfg.Auth.PreviousMasterKey, MaxActiveKeys: cfg.Auth.MaxActiveKeys})
@@ -69,9 +72,9 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		PerIP:      redis_rate.Limit{Rate: cfg.Signup.ChallengesPerMinuteIP, Burst: min(cfg.Signup.ChallengesPerMinuteIP, 10), Period: time.Minute},
 		PerAddress: redis_rate.Limit{Rate: cfg.Signup.ChallengesPerMinuteAddress, Burst: cfg.Signup.ChallengesPerMinuteAddress, Period: time.Minute},
 	})
-	deriver, err := deposits.NewDeriver(cfg.Deposit.HDKey)
+	deriver, err := deposits.NewPublicDeriver(cfg.Deposit.XPub)
 	if err != nil {
-		return nil, fmt.Errorf("DEPOSIT_HD_KEY: %w", err)
+		return nil, fmt.Errorf("DEPOSIT_XPUB: %w", err)
 	}
 	depositStore, err := deposits.NewStore(pool, deposits.Options{
 		Deriver:       deriver,
@@ -165,6 +168,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Supply:   snapshotSupply{snapshots},
 		Delivery: orderstore.DeliveryStats{Pool: pool},
 		Backlog:  acc.Backlog(),
+		Custody:  orderstore.DeliveryStats{Pool: pool},
 		Logger:   log,
 	})
 

@@ -118,12 +118,16 @@ func RotationPolicy(cfg config.Config) deposits.RotationPolicy {
 // DepositStore is the deposit address store of cfg, announcing new addresses
 // (deposit_address.rotated).
 func DepositStore(cfg config.Config, pool *pgxpool.Pool) (*deposits.Store, error) {
-	if cfg.Deposit.HDKey == "" {
-		return nil, errors.New("DEPOSIT_HD_KEY is not set: the BIP32 root (xpub, xprv or hex seed) deposit addresses derive from")
+	key := cfg.Deposit.XPub
+	if key == "" {
+		key = cfg.Deposit.HDKey
 	}
-	deriver, err := deposits.NewDeriver(cfg.Deposit.HDKey)
+	if key == "" {
+		return nil, errors.New("DEPOSIT_XPUB (or DEPOSIT_HD_KEY) is not set: the BIP32 key deposit addresses derive from")
+	}
+	deriver, err := deposits.NewDeriver(key)
 	if err != nil {
-		return nil, fmt.Errorf("DEPOSIT_HD_KEY: %w", err)
+		return nil, fmt.Errorf("DEPOSIT_XPUB: %w", err)
 	}
 	return deposits.NewStore(pool, deposits.Options{
 		Deriver:       deriver,

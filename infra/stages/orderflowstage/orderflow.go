@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"rental/infra/config"
+	"rental/infra/custody"
+	"rental/infra/orderstore"
 	"rental/infra/stages"
 	"rental/infra/stages/ledgerstage"
 	"rental/infra/supply"
@@ -23,12 +25,27 @@ import (
 	"rental/processors/orderflow"
 )
 
-// OrderFlow is the order processor's logic: the pools' keys from POOL_KEYS, the node of
-// TRON_NODE_URL and the ledger. The binary runs it (Processor) and uses it for support
-// refunds.
-func OrderFlow(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) (*orderflow.Flow, error) {
-	if len(cfg.PoolKeys) == 0 && cfg.Network.SellsOwnStake() {
-		return nil, errors.New("POOL_KEYS is not set: the order processor signs delegations with the stake pools' keys")
+// OrderFlow is the order processor's logic: the pools of POOL_ADDRESSES signed for by
+// SIGNER_KEYS (their delegate permissions checked on chain now and every minute after), the
+// node of TRON_NODE_URL and the ledger. The binary runs it (Processor) and uses it for
+// support refunds.
+func OrderFlow(ctx context.Context, cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) (*orderflow.Flow, error) {
+	node := tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(5*time.Second))
+	var signers *custody.Signers
+	if cfg.Network.SellsOwnStake() {
+		if len(cfg.PoolAddresses) == 0 || len(cfg.SignerKeys) == 0 {
+			return nil, errors.New("POOL_ADDRESSES and SIGNER_KEYS must be set: the order processor signs the pools' delegations with keys holding their delegate permission (docs/custody.md)")
+		}
+		var err error
+		if signers, err = stages.Signers(ctx, cfg, node, "orderflow", cfg.PoolAddresses, cfg.SignerKeys, log, reg, func(ctx context.Context, problems map[tron.Address]string) {
+			for p, why := range problems {
+				if err := orderstore.SetPoolCustody(ctx, pool, p.String(), cfg.Network, why); err != nil {
+					log.Warn("could not record a pool's custody state", "pool", p.String(), "err", err)
+				}
+			}
+		}); err != nil {
+			return nil, err
+		}
 	}
 	led, err := ledgerstage.Ledger(cfg, pool)
 	if err != nil {
@@ -39,12 +56,11 @@ func OrderFlow(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prom
 	for _, slug := range slices.Sorted(maps.Keys(cfg.Pricing.Providers)) {
 		providers = append(providers, supply.NewHTTPProvider(slug, cfg.Pricing.Providers[slug], &http.Client{Timeout: 10 * time.Second}))
 	}
-	node := tron.NewClient(cfg.TronNodeURL, tron.WithTimeout(5*time.Second))
 	// The deep reserve the pricer books (Supply) is the one the processor rents from; the
-	// first pool pays for the rentals.
+	// first signer key's own account pays for the rentals.
 	var deep orderflow.DeepReserve
-	if cfg.Network.SellsOwnStake() && !cfg.Pricing.DeepContract.IsZero() && len(cfg.PoolKeys) > 0 {
-		deep = supply.NewDeepReserve(node, cfg.Pricing.DeepContract, cfg.PoolKeys[0].Address())
+	if signers != nil && !cfg.Pricing.DeepContract.IsZero() {
+		deep = supply.NewDeepReserve(node, cfg.Pricing.DeepContract, signers.Payer().Address())
 	}
 	return orderflow.New(orderflow.Options{
 		Providers:     providers,
@@ -53,7 +69,7 @@ func OrderFlow(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prom
 		Node:          node,
 		Ledger:        led,
 		Network:       cfg.Network,
-		Pools:         cfg.PoolKeys,
+		Signers:       signers,
 		LandGrace:     cfg.Processor.LandGrace,
 		LockPolicy:    orderflow.LockPolicy(cfg.Processor.DelegationLock),
 		Confirmations: cfg.Confirmations,
@@ -65,7 +81,7 @@ func OrderFlow(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prom
 // Processor is the order processor stage: intents, chain facts and due orders, as one
 // member of the processors' consumer groups.
 func Processor(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) (stages.Runner, error) {
-	f, err := OrderFlow(cfg, pool, log, reg)
+	f, err := OrderFlow(context.Background(), cfg, pool, log, reg)
 	if err != nil {
 		return nil, err
 	}

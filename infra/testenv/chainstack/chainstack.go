@@ -6,6 +6,7 @@ package chainstack
 
 import (
 	"context"
+	"crypto/sha256"
 	"log/slog"
 	"net"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"rental/chainwatch"
+	"rental/infra/custody"
 	"rental/infra/kafka"
 	"rental/infra/outbox"
 	"rental/infra/tron"
@@ -88,4 +90,46 @@ func Start(t testing.TB, pool *pgxpool.Pool, brokers string, nw network.Network,
 		_ = sim.Close()
 	})
 	return c
+}
+
+// SignerKey is the tests' signer key: it holds the delegate-only permission of the pools
+// GrantSigner set up, never a pool's owner key.
+func SignerKey() tron.PrivateKey {
+	seed := sha256.Sum256([]byte("chainstack test pool signer"))
+	return tron.PrivateKeyFromBytes(seed[:])
+}
+
+// SignerAccount is the signer's own account for a genesis: its TRX pays activations and
+// deep reserve rentals.
+func SignerAccount() tronsim.GenesisAccount {
+	return tronsim.GenesisAccount{Address: SignerKey().Address(), BalanceSun: 100_000 * tron.SunPerTRX}
+}
+
+// GrantSigner has each pool's owner grant SignerKey its delegate-only permission (the
+// chain set-up; the pools need 100 TRX each for the fee) and returns the started custody
+// signers of those pools, as a signing stage holds them.
+func GrantSigner(t testing.TB, sim *tronsim.Sim, node custody.Node, owners ...tron.PrivateKey) *custody.Signers {
+	t.Helper()
+	pools := make([]tron.Address, len(owners))
+	for i, k := range owners {
+		if err := sim.GrantDelegates(k, SignerKey().Address()); err != nil {
+			t.Fatal(err)
+		}
+		pools[i] = k.Address()
+	}
+	return Signers(t, node, pools...)
+}
+
+// Signers are started custody signers of pools for SignerKey.
+func Signers(t testing.TB, node custody.Node, pools ...tron.Address) *custody.Signers {
+	t.Helper()
+	s, err := custody.New(custody.Options{Node: node, Pools: pools, Keys: []tron.PrivateKey{SignerKey()}, Strict: true,
+		Stage: "test", Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -9,8 +9,8 @@
 //	orderflow refund <order id> <reason> [actor]   reason: incident_credit, dispute,
 //	                                                partial_delivery, support_adjustment
 //
-// Configuration: the common variables (docs in README.md) plus POOL_KEYS, the stake pools'
-// private keys.
+// Configuration: the common variables (docs in README.md) plus POOL_ADDRESSES and
+// SIGNER_KEYS, keys holding only a delegate permission of the pools (docs/custody.md).
 package main
 
 import (
@@ -59,7 +59,7 @@ func refund(args []string) error {
 		return err
 	}
 	defer pool.Close()
-	f, err := orderflowstage.OrderFlow(cfg, pool, slog.Default(), metrics.NewRegistry())
+	f, err := orderflowstage.OrderFlow(ctx, cfg, pool, slog.Default(), metrics.NewRegistry())
 	if err != nil {
 		return err
 	}
