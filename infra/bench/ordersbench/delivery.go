@@ -7,7 +7,8 @@ package main
 //
 //  1. Capacity, in two parts. A search brackets it: an open loop at
 //     ORDERS_BENCH_DELIVERY_RATE orders/s (default 50) for ORDERS_BENCH_DURATION, doubled
-//     while delivery keeps up (delegations broadcast at >= 90 % of the accepted rate), then
+//     while delivery keeps up (delegations broadcast at >= 90 % of the accepted rate; halved
+//     down to 3 orders/s while even the first rate is not kept up with), then
 //     bisected twice between the last rate kept up with and the first one that was not;
 //     its candidate is the most delegations broadcast per second over a step's last four
 //     fifths among the steps kept up with. A search step is shorter than the confirmation
@@ -342,6 +343,9 @@ func (p *pipeline) sustain(ctx context.Context, st settings, gen *generator, rat
 	return h, res.check(st.maxErrorRate, fmt.Sprintf("hold at %.0f orders/s", rate))
 }
 
+// minSearchRate is the lowest rate the search tries: below it, delivery is taken not to run.
+const minSearchRate = 3.0
+
 // search brackets the capacity with short steps and returns its candidate (see the file
 // comment).
 func (p *pipeline) search(ctx context.Context, st settings, gen *generator, start float64, say func(string, ...any)) (float64, error) {
@@ -373,6 +377,10 @@ func (p *pipeline) search(ctx context.Context, st settings, gen *generator, star
 		switch {
 		case math.IsInf(hi, 1):
 			rate *= 2
+		case lo == 0 && rate/2 >= minSearchRate:
+			// Not even the first rate was kept up with (a busy machine): halve it until one
+			// is, so that the capacity is measured rather than reported as none.
+			rate /= 2
 		case lo == 0 || halvings == 2:
 			// Doubling brackets the capacity between the last rate kept up with and the
 			// first one that was not; two bisections narrow it to an eighth of that gap.
