@@ -192,10 +192,12 @@ var (
 	// situations, docs/errors.md): an unknown or foreign id in a path, for objects other
 	// than orders and batches (3001).
 	ObjectNotFound = def(3022, "object_not_found", 404, false, "No such object on this account (unknown or another account's, not distinguished).")
+	// QuoteUsed is ours too: a quote prices one order (docs/pricing.md "Quotes").
+	QuoteUsed = def(3023, "quote_used", 409, false, "Quote already used by an order; a quote prices one order.")
 )
 
 // Additions lists the codes this catalogue has beyond the spec's table (docs/errors.md).
-var Additions = []*Code{RouteNotFound, MethodNotAllowed, BodyTooLarge, UnsupportedEncoding, URITooLong, HeadersTooLarge, ObjectNotFound, DeliveryBacklogged, DependencyUnavailable}
+var Additions = []*Code{RouteNotFound, MethodNotAllowed, BodyTooLarge, UnsupportedEncoding, URITooLong, HeadersTooLarge, ObjectNotFound, QuoteUsed, DeliveryBacklogged, DependencyUnavailable}
 
 // 4000-4099 funds.
 var (
