@@ -216,7 +216,7 @@ func (a *KeyAuthenticator) Authenticate(ctx context.Context, rc *fasthttp.Reques
 	// key's rate budget in one Redis round trip; every path of dispatch makes it before
 	// anything else can answer.
 	a.touch(keyID, now)
-	return &Principal{AccountID: k.AccountID, KeyID: keyID, Scopes: ck.scopes, AccountStatus: k.AccountStatus,
+	return &Principal{AccountID: k.AccountID, KeyID: keyID, Key: &k.Key, Scopes: ck.scopes, AccountStatus: k.AccountStatus,
 		replay: &pendingReplay{cache: a.o.Replay, durable: a.o.Signatures, log: a.o.Logger, keyID: keyID, sum: sum,
 			write: unsafeMethod(rc.Method())}}, nil
 }
@@ -548,12 +548,10 @@ func (s *Server) createAPIKey(ctx context.Context, rc *fasthttp.RequestCtx) erro
 	}
 	if p.Via == CredKey {
 		// A key makes keys with at most its own powers: api_keys.write must not be a
-		// way to widen them (a provisioning key minting an orders.write key).
-		for _, sc := range nk.Scopes {
-			if !p.Scopes[sc] {
-				return apierr.InsufficientScope.New("a key can only create keys with scopes it holds itself").
-					WithField("scopes").With("required_scope", sc)
-			}
+		// way to widen them (a provisioning key minting an orders.write key, or one
+		// without its expiry or allowlist). Sessions and bootstrap tokens are the owner.
+		if err := accounts.Within(*p.Key, nk.Scopes, nk.ExpiresAt, nk.IPAllowlist, ""); err != nil {
+			return err
 		}
 	}
 	return s.Idempotent(func(ctx context.Context, tx pgx.Tx, rc *fasthttp.RequestCtx) (TxResult, error) {
@@ -726,6 +724,9 @@ func (s *Server) updateAPIKey(ctx context.Context, rc *fasthttp.RequestCtx) erro
 	}
 	if u.Empty() {
 		return apierr.EmptyPatch.New("the body names no field to change: label, is_active or ip_allowlist")
+	}
+	if p.Via == CredKey {
+		u.Caller = p.Key // a key reactivates or widens keys only within itself
 	}
 	id := pathValue(rc, "id")
 	k, err := s.opts.Accounts.UpdateKey(ctx, p.AccountID, id, u, actor(p))

@@ -35,6 +35,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"rental/infra/accounts"
 	"rental/infra/sigstore"
 	"rental/schemas/apierr"
 )
@@ -106,6 +107,9 @@ type Principal struct {
 	AccountID string     // "" for a bootstrap token of an address without an account yet
 	Via       Credential // never CredPublic (anonymous calls have no Principal)
 	KeyID     string     // keys: the key id (not secret)
+	// Key is the authenticating key as read (scopes, expiry, allowlist; keys only): what
+	// it creates or widens must stay within it (accounts.Within).
+	Key       *accounts.Key
 	Scopes    map[string]bool
 	SessionID string // sessions: the session id; a secret, never log it
 	Wallet    string // sessions and bootstrap: base58 address of the signed-in wallet
