@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -129,6 +130,25 @@ func newCredentials(net network.Network) (id, secret string) {
 		panic(err)
 	}
 	return net.KeyIDPrefix() + hex.EncodeToString(a[:]), net.SecretPrefix() + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// keyIDHex is the length of a key id after its prefix: 128 bits in lowercase hex.
+const keyIDHex = 32
+
+// ValidKeyID reports whether id has the exact form of a key id of net (its prefix and 32
+// lowercase hex characters). Anything else can never exist, so an authenticator answers
+// it without a lookup.
+func ValidKeyID(net network.Network, id string) bool {
+	rest, ok := strings.CutPrefix(id, net.KeyIDPrefix())
+	if !ok || len(rest) != keyIDHex {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		if c := rest[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // CreateKey creates a key in its own transaction; see CreateKeyTx.
