@@ -288,8 +288,8 @@ func TestUnknownKeyIDFloodIsBounded(t *testing.T) {
 	const budget, negative = 30, 10
 	env := newAuthEnv(t, authEnvOptions{cacheTTL: 10 * time.Second, unknownKeys: negative,
 		keyLookup: func(k KeyLookup) KeyLookup { counter.KeyLookup = k; return counter },
-		limits: RateLimits{Order: 1000, Read: 1000, Management: 1000, IP: redis_rate.Limit{Rate: budget, Burst: budget, Period: time.Minute}},
-		extra:  func(o *Options) { o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} }})
+		limits:    RateLimits{Order: 1000, Read: 1000, Management: 1000, IP: redis_rate.Limit{Rate: budget, Burst: budget, Period: time.Minute}},
+		extra:     func(o *Options) { o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} }})
 	real := env.key(t, scopes.AccountRead)
 	realIP := []string{"X-Forwarded-For", "198.51.100.1"}
 	if r := env.signed(t, real, "GET", "/v1/account", "", realIP...); r.status != 200 {
@@ -320,7 +320,7 @@ func TestUnknownKeyIDFloodIsBounded(t *testing.T) {
 	for range 2 * budget {
 		var b [16]byte
 		_, _ = rand.Read(b[:])
-		statuses[flood("ak_test_" + hex.EncodeToString(b[:])).status]++
+		statuses[flood("ak_test_"+hex.EncodeToString(b[:])).status]++
 	}
 	reads := counter.readsBut(real.ID)
 	if statuses[429] < budget || reads > budget {
