@@ -220,12 +220,16 @@ type Auth struct {
 	QuotaDaily        int64          // QUOTA_DAILY requests per account per UTC day, 0 = off
 	QuotaMonthly      int64          // QUOTA_MONTHLY requests per account per UTC month, 0 = off
 	RateLimitIP       int            // RATE_LIMIT_IP requests per second (and burst) per client IP
+	// IPv6SourceBits is IPV6_SOURCE_PREFIX: the IPv6 network length counted as one source
+	// by the per-IP budget and the challenge limits (default 64, 1..128).
+	IPv6SourceBits int
 }
 
 // Signup configures challenges and dashboard sessions.
 type Signup struct {
 	ChallengesPerMinuteIP      int           // CHALLENGE_LIMIT_IP
-	ChallengesPerMinuteAddress int           // CHALLENGE_LIMIT_ADDRESS
+	ChallengesPerMinuteAddress int           // CHALLENGE_LIMIT_ADDRESS, per source and address
+	ChallengesPerMinuteCeiling int           // CHALLENGE_LIMIT_ADDRESS_TOTAL, per address from all sources
 	SessionIdle                time.Duration // SESSION_IDLE, sliding
 	SessionAbsolute            time.Duration // SESSION_ABSOLUTE
 }
@@ -327,9 +331,13 @@ func Load() (Config, error) {
 	c.Auth.QuotaDaily = int64(integer("QUOTA_DAILY", 0))
 	c.Auth.QuotaMonthly = int64(integer("QUOTA_MONTHLY", 0))
 	c.Auth.RateLimitIP = integer("RATE_LIMIT_IP", 100)
+	if c.Auth.IPv6SourceBits = integer("IPV6_SOURCE_PREFIX", 64); c.Auth.IPv6SourceBits < 1 || c.Auth.IPv6SourceBits > 128 {
+		errs = append(errs, fmt.Sprintf("IPV6_SOURCE_PREFIX=%d: an IPv6 prefix length, 1 to 128", c.Auth.IPv6SourceBits))
+	}
 	c.Signup = Signup{
 		ChallengesPerMinuteIP:      integer("CHALLENGE_LIMIT_IP", 30),
 		ChallengesPerMinuteAddress: integer("CHALLENGE_LIMIT_ADDRESS", 5),
+		ChallengesPerMinuteCeiling: integer("CHALLENGE_LIMIT_ADDRESS_TOTAL", 60),
 		SessionIdle:                dur("SESSION_IDLE", 2*time.Hour),
 		SessionAbsolute:            dur("SESSION_ABSOLUTE", 24*time.Hour),
 	}

@@ -68,6 +68,8 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		KeyPrefix:  redisPrefix,
 		PerIP:      redis_rate.Limit{Rate: cfg.Signup.ChallengesPerMinuteIP, Burst: min(cfg.Signup.ChallengesPerMinuteIP, 10), Period: time.Minute},
 		PerAddress: redis_rate.Limit{Rate: cfg.Signup.ChallengesPerMinuteAddress, Burst: cfg.Signup.ChallengesPerMinuteAddress, Period: time.Minute},
+		AddressCeiling: redis_rate.Limit{Rate: cfg.Signup.ChallengesPerMinuteCeiling, Burst: max(cfg.Signup.ChallengesPerMinuteCeiling/2, 1),
+			Period: time.Minute},
 	})
 	deriver, err := deposits.NewDeriver(cfg.Deposit.HDKey)
 	if err != nil {
@@ -181,6 +183,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Sessions:       sessionAPI.Authenticator(),
 		Modules:        append([]edge.Module{signupAPI, sessionAPI, patchAPI, pricingAPI, webhooksAPI, ordersAPI, batchesAPI, subscriptionsAPI, ledgerAPI.Balance, ledgerAPI.Deposits}, chainAPIs...),
 		TrustedProxies: cfg.Auth.TrustedProxies,
+		IPv6SourceBits: cfg.Auth.IPv6SourceBits,
 		Limiter:        ratelimit.New(rdb, redisPrefix),
 		RateLimits:     limits,
 		Accounts:       store,
