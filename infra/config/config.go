@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -149,6 +150,11 @@ type Webhook struct {
 	// MaxDrives (WEBHOOK_MAX_DRIVES) bounds the deliveries one replica makes at once, and
 	// MaxDrivesPerAccount (WEBHOOK_MAX_DRIVES_PER_ACCOUNT) one account's share of them.
 	MaxDrives, MaxDrivesPerAccount int
+	// Ports (WEBHOOK_PORTS, comma-separated) are target ports allowed besides 443.
+	Ports []uint16
+	// TestsPerHour (WEBHOOK_TESTS_PER_HOUR) is each account's budget of test calls
+	// (POST /v1/webhooks/{id}/test), burst a third of it; default 30.
+	TestsPerHour int
 }
 
 // Orders configures order creation at the edge (docs/orders.md, "API").
@@ -370,6 +376,18 @@ func Load() (Config, error) {
 	c.Webhook.AllowLoopback = boolean("WEBHOOK_ALLOW_LOOPBACK", false)
 	c.Webhook.MaxDrives = integer("WEBHOOK_MAX_DRIVES", 256)
 	c.Webhook.MaxDrivesPerAccount = integer("WEBHOOK_MAX_DRIVES_PER_ACCOUNT", 32)
+	c.Webhook.TestsPerHour = integer("WEBHOOK_TESTS_PER_HOUR", 30)
+	if c.Webhook.TestsPerHour < 1 {
+		errs = append(errs, "WEBHOOK_TESTS_PER_HOUR: at least 1")
+	}
+	for _, v := range splitList(str("WEBHOOK_PORTS", "")) {
+		n, err := strconv.ParseUint(v, 10, 16)
+		if err != nil || n == 0 {
+			errs = append(errs, fmt.Sprintf("WEBHOOK_PORTS: %q is not a port number", v))
+			continue
+		}
+		c.Webhook.Ports = append(c.Webhook.Ports, uint16(n))
+	}
 	for _, v := range splitList(str("WEBHOOK_RETRY_DELAYS", "")) {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {

@@ -147,7 +147,8 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		return nil, err
 	}
 
-	webhooksAPI, err := webhooksModule(cfg, pool, idem)
+	budgets := ratelimit.New(rdb, redisPrefix)
+	webhooksAPI, err := webhooksModule(cfg, pool, idem, budgets)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +185,7 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Modules:        append([]edge.Module{signupAPI, sessionAPI, patchAPI, pricingAPI, webhooksAPI, ordersAPI, batchesAPI, subscriptionsAPI, ledgerAPI.Balance, ledgerAPI.Deposits}, chainAPIs...),
 		TrustedProxies: cfg.Auth.TrustedProxies,
 		IPv6SourceBits: cfg.Auth.IPv6SourceBits,
-		Limiter:        ratelimit.New(rdb, redisPrefix),
+		Limiter:        budgets,
 		RateLimits:     limits,
 		Accounts:       store,
 		Idempotency:    idem,
