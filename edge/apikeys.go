@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/sync/singleflight"
@@ -71,14 +72,22 @@ type KeyAuthOptions struct {
 	// With many keys each used every few seconds, entries would otherwise expire between
 	// requests and nearly every request would read its key from Postgres.
 	KeepWarm time.Duration
-	Now      func() time.Time // clock; tests only
+	// UnknownKeys bounds the negative cache: key ids of the right form that do not exist,
+	// each remembered for CacheTTL and never read again in the background (default 10,000;
+	// the least recently asked is forgotten first). A flood of made-up ids costs at most
+	// one Postgres read per id per CacheTTL, charged to the per-IP budget before it, and
+	// neither grows memory past this bound nor evicts real keys (docs/auth.md "Unknown key
+	// ids").
+	UnknownKeys int
+	Now         func() time.Time // clock; tests only
 }
 
 // KeyAuthenticator verifies X-API-KEY / X-API-TIMESTAMP / X-API-SIGN (rental-api-v1
 // "Request signing"). Checks run in this order, each with its code:
 //
 //  1. any of the three headers absent: 1001 (all three absent: not this credential);
-//  2. key id prefix of the other environment: 1012; no known prefix: 1002 (no lookup);
+//  2. key id prefix of the other environment: 1012; not exactly this environment's prefix
+//     and 32 lowercase hex characters: 1002 (no lookup);
 //  3. timestamp not ISO 8601: 1002; off by more than 5 s: 1003 with details.server_time;
 //  4. signature not base64 of 32 bytes: 1002;
 //  5. key unknown: 1002 (an unknown id is not revealed as such); signature differs: 1002;
@@ -93,8 +102,11 @@ type KeyAuthenticator struct {
 	other string // the other environment's key prefix
 
 	mu    sync.Mutex
-	cache map[string]cachedKey
-	group singleflight.Group
+	cache map[string]cachedKey // keys that exist (revoked and inactive ones included)
+	// unknown are ids read and not found, with the time of that read (bounded LRU, its
+	// own lock); they are never refreshed nor kept warm.
+	unknown *lru.Cache[string, time.Time]
+	group   singleflight.Group
 	// due are the keys to read again in the background (with the time of the request
 	// that asked); one read takes them all, refreshGather after the first.
 	due      map[string]time.Time
@@ -132,6 +144,13 @@ func NewKeyAuthenticator(o KeyAuthOptions) (*KeyAuthenticator, error) {
 	if o.KeepWarm == 0 {
 		o.KeepWarm = 30 * time.Second
 	}
+	if o.UnknownKeys <= 0 {
+		o.UnknownKeys = 10_000
+	}
+	unknown, err := lru.New[string, time.Time](o.UnknownKeys)
+	if err != nil {
+		return nil, err
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -139,7 +158,7 @@ func NewKeyAuthenticator(o KeyAuthOptions) (*KeyAuthenticator, error) {
 	if o.Network == network.Mainnet {
 		other = network.Nile
 	}
-	return &KeyAuthenticator{o: o, other: other.KeyIDPrefix(), cache: map[string]cachedKey{}, touched: map[string]time.Time{},
+	return &KeyAuthenticator{o: o, other: other.KeyIDPrefix(), cache: map[string]cachedKey{}, unknown: unknown, touched: map[string]time.Time{},
 		due: map[string]time.Time{}, inUse: map[string]time.Time{}}, nil
 }
 
@@ -168,6 +187,10 @@ func (a *KeyAuthenticator) Authenticate(ctx context.Context, rc *fasthttp.Reques
 		if strings.HasPrefix(keyID, a.other) {
 			return nil, apierr.KeyEnvironmentMismatch.Newf("this host serves %s and takes %s... keys", a.o.Network, a.o.Network.KeyIDPrefix())
 		}
+		return nil, apierr.InvalidSignature.New("X-API-KEY is not a key id of this service").WithField(reqsign.HeaderKey)
+	}
+	if !accounts.ValidKeyID(a.o.Network, keyID) {
+		// Checked before any lookup or cache entry: only an id that could exist costs one.
 		return nil, apierr.InvalidSignature.New("X-API-KEY is not a key id of this service").WithField(reqsign.HeaderKey)
 	}
 	t, err := reqsign.ParseTimestamp(string(ts))
@@ -216,7 +239,7 @@ func (a *KeyAuthenticator) Authenticate(ctx context.Context, rc *fasthttp.Reques
 	// key's rate budget in one Redis round trip; every path of dispatch makes it before
 	// anything else can answer.
 	a.touch(keyID, now)
-	return &Principal{AccountID: k.AccountID, KeyID: keyID, Scopes: ck.scopes, AccountStatus: k.AccountStatus,
+	return &Principal{AccountID: k.AccountID, KeyID: keyID, Key: &k.Key, Scopes: ck.scopes, AccountStatus: k.AccountStatus,
 		replay: &pendingReplay{cache: a.o.Replay, durable: a.o.Signatures, log: a.o.Logger, keyID: keyID, sum: sum,
 			write: unsafeMethod(rc.Method())}}, nil
 }
@@ -293,11 +316,15 @@ func requestTarget(rc *fasthttp.RequestCtx) string {
 }
 
 // lookup returns the key from the in-process cache when younger than CacheTTL, else
-// from the store (one read per key at a time, however many requests wait for it).
+// from the store (one read per key at a time, however many requests wait for it). An id
+// read and not found is answered from the negative cache for CacheTTL. Only keys that
+// exist are marked in use (kept warm) and refreshed in the background.
 func (a *KeyAuthenticator) lookup(ctx context.Context, keyID string, now time.Time) (cachedKey, error) {
 	a.mu.Lock()
 	ck, ok := a.cache[keyID]
-	a.markInUse(keyID, now)
+	if ok {
+		a.markInUse(keyID, now)
+	}
 	a.mu.Unlock()
 	if age := now.Sub(ck.at); ok && age < a.o.CacheTTL {
 		// Past half its life the entry is refreshed in the background, so a key in use is
@@ -306,13 +333,21 @@ func (a *KeyAuthenticator) lookup(ctx context.Context, keyID string, now time.Ti
 		if age >= a.o.CacheTTL/2 {
 			a.refreshLater(keyID, now)
 		}
-		return ck, ck.err
+		return ck, nil
+	}
+	if at, ok := a.unknown.Get(keyID); ok && now.Sub(at) < a.o.CacheTTL {
+		return cachedKey{}, accounts.ErrNotFound
 	}
 	v, err, _ := a.group.Do(keyID, func() (any, error) { return a.fetch(context.WithoutCancel(ctx), keyID, now) })
 	if err != nil {
 		return cachedKey{}, err
 	}
 	ck = v.(cachedKey)
+	if ck.err == nil {
+		a.mu.Lock()
+		a.markInUse(keyID, now)
+		a.mu.Unlock()
+	}
 	return ck, ck.err
 }
 
@@ -419,29 +454,37 @@ func (a *KeyAuthenticator) fetch(ctx context.Context, keyID string, now time.Tim
 	return a.store(keyID, k, err, now), nil
 }
 
-// store caches a read of keyID (found, or accounts.ErrNotFound) stamped with now.
+// store caches a read of keyID (found, or accounts.ErrNotFound) stamped with now: a key
+// in the cache of keys, an unknown id in the negative cache only.
 func (a *KeyAuthenticator) store(keyID string, k accounts.AuthKey, err error, now time.Time) cachedKey {
 	ck := cachedKey{key: k, err: err, at: now}
-	if err == nil {
-		ck.scopes = make(map[string]bool, len(k.Scopes))
-		for _, s := range k.Scopes {
-			ck.scopes[s] = true
-		}
+	if err != nil {
+		a.unknown.Add(keyID, now)
+		a.mu.Lock()
+		delete(a.cache, keyID) // deleted since it was read
+		a.mu.Unlock()
+		return ck
+	}
+	ck.scopes = make(map[string]bool, len(k.Scopes))
+	for _, s := range k.Scopes {
+		ck.scopes[s] = true
 	}
 	a.mu.Lock()
 	if len(a.cache) >= maxKeyCache {
-		clear(a.cache) // crude bound; entries live seconds anyway
+		clear(a.cache) // crude bound on keys that exist; entries live seconds anyway
 	}
 	a.cache[keyID] = ck
 	a.mu.Unlock()
+	a.unknown.Remove(keyID)
 	return ck
 }
 
-// Forget drops a key from this replica's cache (after a change made through this replica).
+// Forget drops a key from this replica's caches (after a change made through this replica).
 func (a *KeyAuthenticator) Forget(keyID string) {
 	a.mu.Lock()
 	delete(a.cache, keyID)
 	a.mu.Unlock()
+	a.unknown.Remove(keyID)
 }
 
 // touch updates last_used_at in the background, at most once a minute per key per replica.
@@ -548,12 +591,10 @@ func (s *Server) createAPIKey(ctx context.Context, rc *fasthttp.RequestCtx) erro
 	}
 	if p.Via == CredKey {
 		// A key makes keys with at most its own powers: api_keys.write must not be a
-		// way to widen them (a provisioning key minting an orders.write key).
-		for _, sc := range nk.Scopes {
-			if !p.Scopes[sc] {
-				return apierr.InsufficientScope.New("a key can only create keys with scopes it holds itself").
-					WithField("scopes").With("required_scope", sc)
-			}
+		// way to widen them (a provisioning key minting an orders.write key, or one
+		// without its expiry or allowlist). Sessions and bootstrap tokens are the owner.
+		if err := accounts.Within(*p.Key, nk.Scopes, nk.ExpiresAt, nk.IPAllowlist, ""); err != nil {
+			return err
 		}
 	}
 	return s.Idempotent(func(ctx context.Context, tx pgx.Tx, rc *fasthttp.RequestCtx) (TxResult, error) {
@@ -726,6 +767,9 @@ func (s *Server) updateAPIKey(ctx context.Context, rc *fasthttp.RequestCtx) erro
 	}
 	if u.Empty() {
 		return apierr.EmptyPatch.New("the body names no field to change: label, is_active or ip_allowlist")
+	}
+	if p.Via == CredKey {
+		u.Caller = p.Key // a key reactivates or widens keys only within itself
 	}
 	id := pathValue(rc, "id")
 	k, err := s.opts.Accounts.UpdateKey(ctx, p.AccountID, id, u, actor(p))

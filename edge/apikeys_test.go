@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"rental/infra/accounts"
 	"rental/infra/reqsign"
+	"rental/schemas/events"
 	"rental/schemas/scopes"
 )
 
@@ -187,7 +189,7 @@ func TestAPIKeyLimit(t *testing.T) {
 
 func TestUpdateAndRevokeAPIKey(t *testing.T) {
 	env := newAuthEnv(t, authEnvOptions{})
-	admin := env.key(t, scopes.APIKeysWrite, scopes.APIKeysRead, scopes.OrdersRead, scopes.OrdersWrite)
+	admin := env.key(t, scopes.APIKeysWrite, scopes.APIKeysRead, scopes.OrdersRead, scopes.OrdersWrite, scopes.AccountRead)
 	target := env.key(t, scopes.AccountRead)
 	path := "/v1/api-keys/" + target.ID
 
@@ -364,4 +366,85 @@ func (env *authEnv) signedNoT(k accounts.CreatedKey, at time.Time, method, targe
 		r.contractErr = c.check(method, target, r.status, r.header, r.body, env.ts.overridden)
 	}
 	return r
+}
+
+// A key with api_keys.write never makes a key wider than itself (docs/auth.md "Keys that
+// manage keys"): what it creates has a subset of its scopes, an expiry no later and an
+// allowlist inside its own; it cannot reactivate, or widen the allowlist of, a key beyond
+// itself; narrowing any key stays allowed. Every refusal changes nothing.
+func TestKeyCannotMintWiderKey(t *testing.T) {
+	env := newAuthEnv(t, authEnvOptions{})
+	expires := time.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Millisecond)
+	later := expires.Add(time.Hour).Format(time.RFC3339Nano)
+	sc := []string{scopes.APIKeysWrite, scopes.APIKeysRead, scopes.AccountRead}
+	parent := env.keyFor(t, env.acct.ID, accounts.NewKey{Scopes: sc, ExpiresAt: &expires,
+		IPAllowlist: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	keys := env.activeKeys(t)
+
+	// The review's scenario: the same scopes, no expiry, no allowlist.
+	same := `"scopes":["api_keys.write","api_keys.read","account.read"]`
+	e := wantError(t, env.signed(t, parent, "POST", "/v1/api-keys", `{`+same+`}`), 403, 1015, "key_exceeds_caller", "expires_at")
+	checkDetails(t, "1015", e, map[string]any{"max_expires_at": events.FormatTime(expires)})
+	wantError(t, env.signed(t, parent, "POST", "/v1/api-keys", `{`+same+`,"expires_at":"`+later+`","ip_allowlist":["127.0.0.1"]}`),
+		403, 1015, "key_exceeds_caller", "expires_at")
+	e = wantError(t, env.signed(t, parent, "POST", "/v1/api-keys", `{`+same+`,"expires_at":"`+events.FormatTime(expires)+`"}`),
+		403, 1015, "key_exceeds_caller", "ip_allowlist")
+	checkDetails(t, "1015", e, map[string]any{"allowed": []any{"127.0.0.0/8"}})
+	wantError(t, env.signed(t, parent, "POST", "/v1/api-keys", `{`+same+`,"expires_at":"`+events.FormatTime(expires)+`","ip_allowlist":["126.0.0.0/7"]}`),
+		403, 1015, "key_exceeds_caller", "ip_allowlist")
+	wantError(t, env.signed(t, parent, "POST", "/v1/api-keys", `{"scopes":["orders.write"],"expires_at":"`+events.FormatTime(expires)+`","ip_allowlist":["127.0.0.1"]}`),
+		403, 1005, "insufficient_scope", "scopes")
+	if n := env.activeKeys(t); n != keys {
+		t.Fatalf("%d keys after refusals, want %d", n, keys)
+	}
+	// Within itself it may: fewer scopes, an earlier expiry, a narrower allowlist.
+	r := env.signed(t, parent, "POST", "/v1/api-keys", `{"scopes":["account.read"],"expires_at":"`+
+		expires.Add(-time.Hour).Format(time.RFC3339Nano)+`","ip_allowlist":["127.0.0.1","127.9.0.0/16"]}`)
+	checkFields(t, r, 201, nil)
+	child := accounts.CreatedKey{Key: accounts.Key{ID: r.json["id"].(string)}, Secret: r.json["secret"].(string)}
+	if a := env.signed(t, child, "GET", "/v1/account", ""); a.status != 200 {
+		t.Fatalf("the child key: HTTP %d %s", a.status, a.body)
+	}
+
+	// PATCH: a wider key (all scopes, no expiry, no allowlist) made inactive by the owner.
+	wide := env.key(t)
+	if _, err := env.store.UpdateKey(context.Background(), env.acct.ID, wide.ID, accounts.KeyUpdate{IsActive: ptr(false),
+		IPAllowlist: &[]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	widePath := "/v1/api-keys/" + wide.ID
+	e = wantError(t, env.signed(t, parent, "PATCH", widePath, `{"is_active":true}`), 403, 1005, "insufficient_scope", "is_active")
+	wantError(t, env.signed(t, parent, "PATCH", widePath, `{"ip_allowlist":[]}`), 403, 1005, "insufficient_scope", "ip_allowlist")
+	wantError(t, env.signed(t, wide, "GET", "/v1/account", ""), 401, 1007, "key_inactive", nil)
+	// Narrowing a wider key, and changing its label, stay allowed.
+	checkFields(t, env.signed(t, parent, "PATCH", widePath, `{"label":"ops","ip_allowlist":["127.0.0.1"]}`), 200,
+		map[string]any{"label": "ops", "is_active": false})
+
+	// A key within the caller: its allowlist cannot be cleared or widened past the caller's,
+	// it can be narrowed, deactivated and reactivated.
+	childPath := "/v1/api-keys/" + child.ID
+	wantError(t, env.signed(t, parent, "PATCH", childPath, `{"ip_allowlist":[]}`), 403, 1015, "key_exceeds_caller", "ip_allowlist")
+	wantError(t, env.signed(t, parent, "PATCH", childPath, `{"ip_allowlist":["10.0.0.1"]}`), 403, 1015, "key_exceeds_caller", "ip_allowlist")
+	checkFields(t, env.signed(t, parent, "PATCH", childPath, `{"ip_allowlist":["127.0.0.0/8"],"is_active":false}`), 200,
+		map[string]any{"ip_allowlist": []any{"127.0.0.0/8"}, "is_active": false})
+	checkFields(t, env.signed(t, parent, "PATCH", childPath, `{"is_active":true}`), 200, map[string]any{"is_active": true})
+	// The caller cannot clear its own allowlist either.
+	wantError(t, env.signed(t, parent, "PATCH", "/v1/api-keys/"+parent.ID, `{"ip_allowlist":[]}`), 403, 1015, "key_exceeds_caller", "ip_allowlist")
+	var audits int
+	_ = env.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM audit_log WHERE action = 'api_key.update' AND details->>'key_id' = $1`, wide.ID).Scan(&audits)
+	if audits != 2 {
+		t.Errorf("%d update audit rows of the wide key, want 2 (the owner's setup and the narrowing)", audits)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// The account's owner (a dashboard session) keeps full power over keys: any scope, no
+// expiry, no allowlist.
+func TestOwnerSessionCreatesAnyKey(t *testing.T) {
+	st := newSignupStack(t)
+	s := st.signIn(t, newKey(t))
+	all, _ := json.Marshal(scopes.All())
+	r := st.do(t, "POST", "/v1/api-keys", "application/json", `{"scopes":`+string(all)+`}`, s.header(true)...)
+	checkFields(t, r, 201, map[string]any{"expires_at": nil, "ip_allowlist": []any{}})
 }

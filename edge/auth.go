@@ -35,6 +35,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"rental/infra/accounts"
 	"rental/infra/sigstore"
 	"rental/schemas/apierr"
 )
@@ -106,6 +107,9 @@ type Principal struct {
 	AccountID string     // "" for a bootstrap token of an address without an account yet
 	Via       Credential // never CredPublic (anonymous calls have no Principal)
 	KeyID     string     // keys: the key id (not secret)
+	// Key is the authenticating key as read (scopes, expiry, allowlist; keys only): what
+	// it creates or widens must stay within it (accounts.Within).
+	Key       *accounts.Key
 	Scopes    map[string]bool
 	SessionID string // sessions: the session id; a secret, never log it
 	Wallet    string // sessions and bootstrap: base58 address of the signed-in wallet
@@ -268,6 +272,33 @@ func ClientIP(rc *fasthttp.RequestCtx) netip.Addr {
 
 const clientIPKey = "edge.client_ip"
 
+// DefaultIPv6SourceBits is Options.IPv6SourceBits' default: an IPv6 /64 is one source.
+const DefaultIPv6SourceBits = 64
+
+const clientSourceKey = "edge.client_source"
+
+// ClientSource names the caller's source for per-source budgets (the per-IP budget, the
+// signup challenge limits): its IPv4 address, or the IPv6 network of
+// Options.IPv6SourceBits bits holding its address (one subscriber gets a whole /64, so
+// budgets per IPv6 address would give it billions). It is "ip4/203.0.113.7" or
+// "ip6/2001:db8:1:2::/64".
+func ClientSource(rc *fasthttp.RequestCtx) string {
+	if s, ok := rc.UserValue(clientSourceKey).(string); ok {
+		return s
+	}
+	return sourceOf(ClientIP(rc), DefaultIPv6SourceBits)
+}
+
+// sourceOf is ip's source with IPv6 networks of bits bits.
+func sourceOf(ip netip.Addr, bits int) string {
+	ip = ip.Unmap()
+	if ip.Is4() || !ip.IsValid() {
+		return "ip4/" + ip.String()
+	}
+	p, _ := ip.WithZone("").Prefix(bits)
+	return "ip6/" + p.String()
+}
+
 func peerIP(rc *fasthttp.RequestCtx) netip.Addr {
 	ip, _ := netip.AddrFromSlice(rc.RemoteIP())
 	return ip.Unmap()
@@ -291,6 +322,7 @@ func (s *Server) resolveClientIP(rc *fasthttp.RequestCtx) netip.Addr {
 		}
 	}
 	rc.SetUserValue(clientIPKey, ip)
+	rc.SetUserValue(clientSourceKey, sourceOf(ip, s.opts.IPv6SourceBits))
 	return ip
 }
 

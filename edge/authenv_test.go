@@ -58,6 +58,10 @@ type authEnvOptions struct {
 	durable bool
 	// rdb replaces the shared test Redis (a private redis-server), keys without prefix.
 	rdb *redis.Client
+	// keyLookup wraps the key store the authenticator reads (a read counter); unknownKeys
+	// bounds its negative cache.
+	keyLookup   func(KeyLookup) KeyLookup
+	unknownKeys int
 }
 
 var testMasterKey = []byte("0123456789abcdef0123456789abcdef")
@@ -96,8 +100,12 @@ func newAuthEnv(t testing.TB, o authEnvOptions) *authEnv {
 	}
 	env.store = store
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var lookup KeyLookup = store
+	if o.keyLookup != nil {
+		lookup = o.keyLookup(store)
+	}
 	ko := KeyAuthOptions{
-		Network: network.Nile, Keys: store, Replay: replay.New(rdb, prefix, 0), Logger: log, CacheTTL: o.cacheTTL,
+		Network: network.Nile, Keys: lookup, Replay: replay.New(rdb, prefix, 0), Logger: log, CacheTTL: o.cacheTTL, UnknownKeys: o.unknownKeys,
 	}
 	if o.durable {
 		ko.Signatures = sigstore.New(env.db.Pool, 0)

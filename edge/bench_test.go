@@ -2,6 +2,8 @@ package edge
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"os"
 	"slices"
 	"sync"
@@ -76,6 +78,41 @@ func steady(b *testing.B, do func(worker int) error) {
 // authentication; BenchmarkPublicRequest is its reference on the same kind of server.
 func BenchmarkSignedRequest(b *testing.B) {
 	env, _ := benchEnv(b)
+	signedLoad(b, env)
+}
+
+// BenchmarkSignedRequestUnderFlood is BenchmarkSignedRequest while other clients send
+// signed requests with made-up, well-formed key ids as fast as they can (each id new, so
+// each costs a key read and a negative cache entry; the per-IP budget is roomy, as for a
+// flood from many addresses): the real key's rate should hold (docs/auth.md "Unknown key
+// ids"). Its reference is BenchmarkSignedRequest.
+func BenchmarkSignedRequestUnderFlood(b *testing.B) {
+	env, _ := benchEnv(b)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	flooder := &fasthttp.HostClient{Addr: env.ts.url[len("http://"):], MaxConns: 8}
+	for range 4 {
+		go func() {
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			var id [16]byte
+			for ctx.Err() == nil {
+				_, _ = rand.Read(id[:])
+				req.Reset()
+				req.SetRequestURI(env.ts.url + "/v1/balance")
+				for name, v := range reqsign.Headers("ak_test_"+hex.EncodeToString(id[:]), "sk_test_x", time.Now(), "GET", "/v1/balance", nil) {
+					req.Header.Set(name, v)
+				}
+				_ = flooder.Do(req, resp)
+			}
+		}()
+	}
+	signedLoad(b, env)
+}
+
+// signedLoad sends signed GETs of one real key with parallel clients and reports req/s.
+func signedLoad(b *testing.B, env *authEnv) {
 	k := env.key(b, scopes.AccountRead)
 	var seq atomic.Int64
 	clients := benchClients(b, env)

@@ -2,14 +2,22 @@ package edge
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
+
 	"rental/infra/accounts"
+	"rental/infra/reqsign"
 	"rental/schemas/network"
+	"rental/schemas/scopes"
 )
 
 // keyStore counts reads (keys read) and queries, and answers the key with the scopes set last.
@@ -228,5 +236,104 @@ func TestKeyCacheKeepsKeysInUseWarm(t *testing.T) {
 	time.Sleep(3 * ttl)
 	if c := store.count(); c != c0 {
 		t.Fatalf("%d keys read after no request for longer than KeepWarm", c-c0)
+	}
+}
+
+// countingKeys counts the key reads that reach the store, per key id.
+type countingKeys struct {
+	KeyLookup
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (c *countingKeys) KeyForAuth(ctx context.Context, id string) (accounts.AuthKey, error) {
+	c.count(id)
+	return c.KeyLookup.KeyForAuth(ctx, id)
+}
+
+func (c *countingKeys) KeysForAuth(ctx context.Context, ids []string) (map[string]accounts.AuthKey, error) {
+	for _, id := range ids {
+		c.count(id)
+	}
+	return c.KeyLookup.KeysForAuth(ctx, ids)
+}
+
+func (c *countingKeys) count(id string) {
+	c.mu.Lock()
+	c.reads[id]++
+	c.mu.Unlock()
+}
+
+// readsBut is the number of reads of ids other than except.
+func (c *countingKeys) readsBut(except string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for id, r := range c.reads {
+		if id != except {
+			n += r
+		}
+	}
+	return n
+}
+
+// The review's amplification (docs/auth.md "Unknown key ids"): a flood of made-up key ids
+// from one source over HTTP, against the real key store in Postgres. An id of the wrong
+// form costs no read; a well-formed unknown id costs one read, remembered in the bounded
+// negative cache (a repeat reads nothing) and never refreshed; the per-IP budget is
+// charged before any read, so the reads stop with it. Memory stays bounded (the negative
+// cache at its size, nothing else grows) and the real key in use stays cached.
+func TestUnknownKeyIDFloodIsBounded(t *testing.T) {
+	counter := &countingKeys{reads: map[string]int{}}
+	const budget, negative = 30, 10
+	env := newAuthEnv(t, authEnvOptions{cacheTTL: 10 * time.Second, unknownKeys: negative,
+		keyLookup: func(k KeyLookup) KeyLookup { counter.KeyLookup = k; return counter },
+		limits:    RateLimits{Order: 1000, Read: 1000, Management: 1000, IP: redis_rate.Limit{Rate: budget, Burst: budget, Period: time.Minute}},
+		extra:     func(o *Options) { o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} }})
+	real := env.key(t, scopes.AccountRead)
+	realIP := []string{"X-Forwarded-For", "198.51.100.1"}
+	if r := env.signed(t, real, "GET", "/v1/account", "", realIP...); r.status != 200 {
+		t.Fatalf("real key: HTTP %d %s", r.status, r.body)
+	}
+	flood := func(id string) response {
+		h := reqsign.Headers(id, "sk_test_made-up", signNow(), "GET", "/v1/account", nil)
+		return env.ts.do(t, "GET", "/v1/account", "", "", reqsign.HeaderKey, id, reqsign.HeaderTimestamp, h[reqsign.HeaderTimestamp],
+			reqsign.HeaderSign, h[reqsign.HeaderSign], "X-Forwarded-For", "203.0.113.7")
+	}
+	// Wrong forms: 8 KiB after the prefix, upper-case hex, one character short. No read.
+	for _, id := range []string{"ak_test_" + strings.Repeat("a", 8<<10), "ak_test_" + strings.Repeat("A", 32), "ak_test_" + strings.Repeat("a", 31)} {
+		wantError(t, flood(id), 401, 1002, "invalid_signature", reqsign.HeaderKey)
+	}
+	if n := counter.readsBut(real.ID); n != 0 {
+		t.Fatalf("%d reads for ids of the wrong form", n)
+	}
+	// One well-formed unknown id asked five times: one read.
+	same := "ak_test_" + strings.Repeat("0", 32)
+	for range 5 {
+		wantError(t, flood(same), 401, 1002, "invalid_signature", nil)
+	}
+	if n := counter.readsBut(real.ID); n != 1 {
+		t.Fatalf("%d reads for one unknown id asked five times", n)
+	}
+	// Random ids until the per-IP budget refuses: then no further read.
+	statuses := map[int]int{}
+	for range 2 * budget {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		statuses[flood("ak_test_"+hex.EncodeToString(b[:])).status]++
+	}
+	reads := counter.readsBut(real.ID)
+	if statuses[429] < budget || reads > budget {
+		t.Fatalf("statuses %v, %d reads: want the budget of %d to stop the reads", statuses, reads, budget)
+	}
+	env.keys.mu.Lock()
+	cached, inUse := len(env.keys.cache), len(env.keys.inUse)
+	_, realCached := env.keys.cache[real.ID]
+	env.keys.mu.Unlock()
+	if n := env.keys.unknown.Len(); n > negative || cached != 1 || inUse != 1 || !realCached {
+		t.Fatalf("after the flood: %d unknown ids (bound %d), %d cached keys, %d in use, real key cached %v", n, negative, cached, inUse, realCached)
+	}
+	if r := env.signed(t, real, "GET", "/v1/account", "", realIP...); r.status != 200 {
+		t.Fatalf("real key after the flood: HTTP %d %s", r.status, r.body)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -848,4 +849,60 @@ func TestOrderReclaim(t *testing.T) {
 	for _, id := range []string{live, "ord_000000000000000000000000", "x"} {
 		wantError(t, oe.signed(t, ko, "POST", "/v1/orders/"+id+"/reclaim", ""), 404, 3001, "order_not_found", "id")
 	}
+}
+
+// A quote prices one order (docs/pricing.md "Quotes"): a second order with it is refused
+// with 3023 quote_used and charges nothing, a retry of the first order (same
+// client_order_id) still replays it, and of orders sent with one quote at once exactly one
+// is accepted.
+func TestQuotePricesOneOrder(t *testing.T) {
+	oe := newOrdersEnv(t, nil)
+	k := oe.key(t, scopes.OrdersWrite, scopes.OrdersRead, scopes.QuotesWrite)
+	oe.fund(t, oe.acct.ID, 100_000_000)
+	act := oe.activated.String()
+	quote := func() string {
+		q := oe.signed(t, k, "POST", "/v1/quotes", `{"resource":"energy","tier":"1h","amount":100000}`)
+		checkFields(t, q, 201, nil)
+		return q.json["id"].(string)
+	}
+	qid := quote()
+	first := oe.signed(t, k, "POST", "/v1/orders", orderJSON(map[string]any{"client_order_id": "one-1", "quote_id": qid, "receiver": act}))
+	checkFields(t, first, 201, map[string]any{"amount": 100_000.0})
+	before := oe.summary(t, oe.acct.ID)
+
+	e := wantError(t, oe.signed(t, k, "POST", "/v1/orders", orderJSON(map[string]any{"client_order_id": "one-2", "quote_id": qid, "receiver": act})),
+		409, 3023, "quote_used", "quote_id")
+	checkDetails(t, "3023", e, map[string]any{"quote_id": qid, "order_id": first.json["id"]})
+	replay := oe.signed(t, k, "POST", "/v1/orders", orderJSON(map[string]any{"client_order_id": "one-1", "quote_id": qid, "receiver": act}))
+	checkFields(t, replay, 200, map[string]any{"id": first.json["id"]})
+	if after := oe.summary(t, oe.acct.ID); after.AvailableSun != before.AvailableSun || after.ReservedSun != before.ReservedSun || after.OrdersCreated != 1 {
+		t.Fatalf("the refused order changed the account: %+v, was %+v", after, before)
+	}
+
+	// Racing orders with one fresh quote: one 201, the others 3023 (or 4004, a lost lock wait).
+	qid = quote()
+	const racers = 6
+	codes := make([]int, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := oe.signed(t, k, "POST", "/v1/orders", orderJSON(map[string]any{"client_order_id": fmt.Sprintf("race-%d", i), "quote_id": qid, "receiver": act}))
+			codes[i] = r.status
+			if r.status != 201 {
+				if c, _ := r.json["error"].(map[string]any)["code"].(float64); c != 3023 && c != 4004 {
+					t.Errorf("racer %d: %d %v", i, r.status, r.json)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := slices.Index(codes, 201); n < 0 || slices.Index(codes[n+1:], 201) >= 0 {
+		t.Fatalf("statuses %v, want exactly one 201", codes)
+	}
+	if n := oe.count(t, `SELECT count(*) FROM orders WHERE quote_id = $1`, qid); n != 1 {
+		t.Fatalf("%d orders priced by quote %s", n, qid)
+	}
+	oe.checkInvariants(t)
 }

@@ -20,7 +20,8 @@ type RateLimits struct {
 	// Per credential (API key, session, bootstrap token), requests in any rolling second,
 	// by the endpoint's RateClass. Defaults: the spec's 30 order, 50 read, 5 management.
 	Order, Read, Management int
-	// IP is the per-IP budget charged for every request, anonymous or not, before
+	// IP is the per-IP budget (per ClientSource: an IPv4 address or an IPv6 network)
+	// charged for every request, anonymous or not, before
 	// authentication (so a flood of bad signatures is cut off cheaply). Default 100 per
 	// second with a burst of 100: above one key's order and read budgets together, so one
 	// integrator behind one address is limited by its key first.
@@ -107,7 +108,7 @@ func (s *Server) chargeIP(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		return nil
 	}
 	lim := s.opts.RateLimits.IP
-	key := "ip:" + ClientIP(rc).String()
+	key := "ip:" + ClientSource(rc) // an IPv6 network, not each of its addresses
 	d, err := s.opts.Limiter.GCRA(ctx, key, lim)
 	if err != nil {
 		d = s.fallback(rc, key, float64(lim.Rate)/lim.Period.Seconds(), lim.Burst, err)

@@ -41,6 +41,11 @@ type Options struct {
 	Sessions  Authenticator // dashboard sessions, with CSRF on unsafe methods
 	// TrustedProxies are the load balancers whose X-Forwarded-For is believed (ClientIP).
 	TrustedProxies []netip.Prefix
+	// IPv6SourceBits is how much of an IPv6 client address identifies one source for the
+	// per-IP budget and the signup challenge limits (ClientSource): default 64, the
+	// network a single subscriber is handed; 128 counts each address apart. IPv4
+	// addresses always count alone.
+	IPv6SourceBits int
 
 	// Modules contribute handlers for endpoints of Endpoints (auth.go).
 	Modules []Module
@@ -138,6 +143,12 @@ func newServer(opts Options, testHandlers map[string]HandlerFunc) (*Server, erro
 		return nil, errors.New("edge: Idempotency is required with Accounts")
 	}
 	opts.RateLimits.defaults()
+	if opts.IPv6SourceBits == 0 {
+		opts.IPv6SourceBits = DefaultIPv6SourceBits
+	}
+	if opts.IPv6SourceBits < 1 || opts.IPv6SourceBits > 128 {
+		return nil, fmt.Errorf("edge: IPv6SourceBits %d outside 1..128", opts.IPv6SourceBits)
+	}
 	opts.Account.defaults(opts)
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {

@@ -269,7 +269,7 @@ func (m *Signup) postChallenge(ctx context.Context, rc *fasthttp.RequestCtx) err
 		}
 		purpose = p
 	}
-	retry, err := m.o.Limiter.Allow(ctx, ClientIP(rc).String(), addr.String())
+	retry, err := m.o.Limiter.Allow(ctx, ClientSource(rc), addr.String())
 	if err != nil {
 		return err
 	}

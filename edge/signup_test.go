@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -40,6 +41,9 @@ type stackConfig struct {
 	nonces     func() (string, error)
 	perIP      redis_rate.Limit
 	perAddress redis_rate.Limit
+	ceiling    redis_rate.Limit
+	// sources: X-Forwarded-For from loopback is believed (requests from chosen sources)
+	sources bool
 }
 
 type signupStack struct {
@@ -73,7 +77,7 @@ func newSignupStack(t *testing.T, opts ...func(*stackConfig)) *signupStack {
 		t.Fatal(err)
 	}
 	limiter := signup.NewChallengeLimiter(rdb, signup.LimiterOptions{
-		KeyPrefix: prefix, PerIP: cfg.perIP, PerAddress: cfg.perAddress,
+		KeyPrefix: prefix, PerIP: cfg.perIP, PerAddress: cfg.perAddress, AddressCeiling: cfg.ceiling,
 	})
 	if cfg.perIP.IsZero() && cfg.perAddress.IsZero() { // tests of other concerns: out of the way
 		limiter = signup.NewChallengeLimiter(rdb, signup.LimiterOptions{KeyPrefix: prefix,
@@ -121,6 +125,9 @@ func newSignupStack(t *testing.T, opts ...func(*stackConfig)) *signupStack {
 		o.Account = sources
 		o.Limiter = ratelimit.New(rdb, prefix)
 		o.RateLimits = rl
+		if cfg.sources {
+			o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+		}
 	}))
 	return &signupStack{testServer: ts, db: db, clock: clk, accounts: acc, deposits: dep, sessions: sess}
 }
@@ -390,6 +397,54 @@ func TestChallengeRateLimitedPerAddressAndPerIP(t *testing.T) {
 	if n := st.count(t, "signup_challenges"); n != 4 {
 		t.Errorf("%d challenges stored, want 4", n)
 	}
+}
+
+// The review's lockout (docs/signup.md "Challenge budgets"): one source asking for a
+// victim's challenges spends its own budget for that address, not the victim's; the
+// address's ceiling over all sources is higher.
+func TestChallengeBudgetPerSourceAndAddress(t *testing.T) {
+	st := newSignupStack(t, func(c *stackConfig) {
+		c.perAddress = redis_rate.Limit{Rate: 2, Burst: 2, Period: time.Minute}
+		c.perIP = redis_rate.Limit{Rate: 100, Burst: 100, Period: time.Minute}
+		c.ceiling = redis_rate.Limit{Rate: 4, Burst: 4, Period: time.Minute}
+		c.sources = true
+	})
+	victim := newKey(t).Address().String()
+	from := func(src string) response {
+		return st.post(t, "/v1/accounts/challenge", map[string]any{"address": victim}, "X-Forwarded-For", src)
+	}
+	for range 2 {
+		checkFields(t, from("203.0.113.7"), 201, nil)
+	}
+	for range 10 { // the attacker keeps asking: refused, and its refusals drain nothing shared
+		wantError(t, from("203.0.113.7"), 429, 1100, "rate_limited", nil)
+	}
+	// The victim, from another source, still gets its challenges.
+	checkFields(t, from("198.51.100.9"), 201, nil)
+	checkFields(t, from("198.51.100.9"), 201, nil)
+	// The ceiling (4) over all sources holds: a third source finds it spent.
+	wantError(t, from("192.0.2.1"), 429, 1100, "rate_limited", nil)
+	if n := st.count(t, "signup_challenges"); n != 4 {
+		t.Errorf("%d challenges stored, want 4", n)
+	}
+}
+
+// IPv6 sources are networks (docs/auth.md "Per-IP budgets"): addresses of one /64 share
+// the challenge budget per source, another /64 has its own.
+func TestChallengeBudgetPerIPv6Network(t *testing.T) {
+	st := newSignupStack(t, func(c *stackConfig) {
+		c.perIP = redis_rate.Limit{Rate: 3, Burst: 3, Period: time.Minute}
+		c.perAddress = redis_rate.Limit{Rate: 100, Burst: 100, Period: time.Minute}
+		c.sources = true
+	})
+	ask := func(src string) response {
+		return st.post(t, "/v1/accounts/challenge", map[string]any{"address": newKey(t).Address().String()}, "X-Forwarded-For", src)
+	}
+	for _, src := range []string{"2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff:ffff:ffff:ffff"} {
+		checkFields(t, ask(src), 201, nil)
+	}
+	wantError(t, ask("2001:db8:1:2:abcd::9"), 429, 1100, "rate_limited", nil)
+	checkFields(t, ask("2001:db8:1:3::1"), 201, nil)
 }
 
 // ---- verify ----

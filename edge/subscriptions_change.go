@@ -97,6 +97,11 @@ func (m *Subscriptions) updateSubscription(ctx context.Context, tx pgx.Tx, rc *f
 	if err := m.applyPatch(body, &row); err != nil {
 		return TxResult{}, err
 	}
+	// A larger reserve is paid for the rest of the current billing day before the watcher
+	// sees it (4001/4002 refuse the change); a smaller one refunds nothing.
+	if err := substore.ChargeUpgrade(ctx, tx, m.o.Ledger, &row, now); err != nil {
+		return TxResult{}, err
+	}
 	if raw, ok := body["status"]; ok {
 		var st string
 		if err := decodeField("status", raw, &st); err != nil {
@@ -212,7 +217,8 @@ func patchInt(body map[string]json.RawMessage, name string) (v int64, ok bool, e
 }
 
 // applyPlanPatch changes a plan's rule: {preset} or any of reserve, low and high (the
-// others keep their values). The new fee applies from the next daily charge.
+// others keep their values), with its daily fee. A higher fee is charged for the rest of
+// the current day by the caller (substore.ChargeUpgrade); every daily charge takes it.
 func (m *Subscriptions) applyPlanPatch(body map[string]json.RawMessage, row *substore.Row) error {
 	var preset *string
 	nums := map[string]*int64{}

@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"net/url"
 	"sort"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"rental/infra/idempotency"
 	"rental/infra/ledgerstore"
 	"rental/infra/tron"
+	"rental/processors/subscriptions"
 	"rental/schemas/network"
 	"rental/schemas/scopes"
 )
@@ -26,13 +28,14 @@ import (
 type subsEnv struct {
 	*pricingEnv
 	ledger    *ledgerstore.Ledger
+	accept    *acceptance.Orders // order acceptance on the same database (the watcher's Placer)
 	available atomic.Bool
 }
 
 func newSubsEnv(t *testing.T) *subsEnv {
 	t.Helper()
 	oe := newOrdersEnv(t, nil) // pricing, sim, ledger on one database
-	se := &subsEnv{pricingEnv: oe.pricingEnv, ledger: oe.ledger}
+	se := &subsEnv{pricingEnv: oe.pricingEnv, ledger: oe.ledger, accept: oe.accept}
 	se.available.Store(true)
 	idem := idempotency.New(oe.db.Pool, idempotency.Options{})
 	// A second edge on the same database and Redis, with the subscription module.
@@ -650,5 +653,90 @@ func TestUserPauseOverridesAPlatformPause(t *testing.T) {
 	checkFields(t, se.signed(t, k, "PATCH", "/v1/subscriptions/"+id, `{"status":"paused"}`), 200, map[string]any{"status": "paused", "status_reason": "user"})
 	if p := se.outboxEvents(t, "subscription.paused"); len(p) != 1 || p[0]["reason"] != "user" {
 		t.Fatalf("subscription.paused %v", p)
+	}
+}
+
+// The review's fee evasion (docs/subscriptions.md "Changing the reserve mid-day"): create
+// basic (6 TRX a day), upgrade at once to 5,240,000 (240 TRX a day) and let the watcher
+// top the address up from the large reserve, downgrade just before next_billing_at, pay
+// the basic fee, upgrade again. Each upgrade pays the difference for the rest of the day,
+// a downgrade refunds nothing, so the ledger shows what two days at 240 TRX cost.
+func TestSubscriptionUpgradePaysForTheRestOfTheDay(t *testing.T) {
+	se := newSubsEnv(t)
+	k := se.key(t, scopes.SubscriptionsWrite, scopes.SubscriptionsRead)
+	se.fund(t, se.acct.ID, 2_000_000_000)
+	node := httptest.NewServer(se.sim.Handler())
+	t.Cleanup(node.Close)
+	w, err := subscriptions.New(subscriptions.Options{Pool: se.db.Pool, Chain: tron.NewClient(node.URL), Placer: se.accept,
+		Ledger: se.ledger, Now: se.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const trx = 1_000_000
+	fees := func() int64 {
+		return int64(se.count(t, `SELECT coalesce(sum(amount_sun), 0)::int FROM ledger_postings WHERE account_id = $1 AND ref LIKE 'capture:subfee:%'`, se.acct.ID))
+	}
+	patch := func(path, preset string) {
+		t.Helper()
+		checkFields(t, se.signed(t, k, "PATCH", path, js(map[string]any{"preset": preset})), 200, map[string]any{"preset": preset})
+	}
+
+	r := se.signed(t, k, "POST", "/v1/subscriptions", js(map[string]any{"address": se.activated.String(), "preset": "basic"}))
+	checkFields(t, r, 201, map[string]any{"daily_fee_sun": 6.0 * trx, "next_billing_at": "2025-03-02T12:00:01.000Z"})
+	path := "/v1/subscriptions/" + r.json["id"].(string)
+
+	// Upgrade a second later: 234 TRX for the 23 h 59 min 59 s left (rounded up to whole TRX).
+	se.clock.add(time.Second)
+	patch(path, "5.24m")
+	if got := fees(); got != 240*trx {
+		t.Fatalf("fees after the upgrade: %d SUN, want 6 + 234 TRX", got)
+	}
+	ch := se.outboxEvents(t, "subscription.charged")
+	if len(ch) != 2 || ch[1]["amount_sun"] != 234.0*trx || ch[1]["next_billing_at"] != "2025-03-02T12:00:01.000Z" {
+		t.Fatalf("subscription.charged %v", ch)
+	}
+	// The watcher tops the address up from the large reserve.
+	if _, err := w.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := se.count(t, `SELECT coalesce(sum(amount), 0)::int FROM orders WHERE subscription_id = $1`, r.json["id"]); d <= 131_000 {
+		t.Fatalf("delegated %d from the 5.24m reserve", d)
+	}
+
+	// Downgrade a minute before billing: nothing refunded; upgrading again the same day costs
+	// nothing more (the day is paid at 240), and neither does going back down.
+	se.clock.add(24*time.Hour - time.Second - time.Minute)
+	patch(path, "basic")
+	patch(path, "5.24m")
+	patch(path, "basic")
+	if got := fees(); got != 240*trx {
+		t.Fatalf("fees after the downgrade: %d SUN", got)
+	}
+
+	// The daily charge takes the basic fee; the next upgrade pays the rest of the new day.
+	se.clock.add(2 * time.Minute)
+	if _, err := w.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fees(); got != 246*trx {
+		t.Fatalf("fees after the second day's charge: %d SUN, want 246 TRX", got)
+	}
+	patch(path, "5.24m")
+	if got := fees(); got != 480*trx {
+		t.Fatalf("fees after the second upgrade: %d SUN, want two days at 240 TRX", got)
+	}
+
+	// An upgrade the balance cannot pay is 4001 and changes nothing.
+	poor := se.newAccount(t)
+	pk := se.keyFor(t, poor.ID, accounts.NewKey{Scopes: []string{scopes.SubscriptionsWrite, scopes.SubscriptionsRead}})
+	se.fund(t, poor.ID, 7*trx)
+	r2 := se.signed(t, pk, "POST", "/v1/subscriptions", js(map[string]any{"address": randomAddress(t).String(), "preset": "basic"}))
+	checkFields(t, r2, 201, nil)
+	path2 := "/v1/subscriptions/" + r2.json["id"].(string)
+	e := wantError(t, se.signed(t, pk, "PATCH", path2, js(map[string]any{"preset": "1.3m"})), 402, 4001, "insufficient_funds", nil)
+	checkDetails(t, "4001", e, map[string]any{"available_sun": 1.0 * trx})
+	checkFields(t, se.signed(t, pk, "GET", path2, ""), 200, map[string]any{"preset": "basic", "daily_fee_sun": 6.0 * trx})
+	if got := se.available_(t, poor.ID); got != trx {
+		t.Fatalf("available after the refused upgrade: %d", got)
 	}
 }

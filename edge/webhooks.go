@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/go-redis/redis_rate/v10"
 	"slices"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 
 	"rental/infra/accounts"
 	"rental/infra/idempotency"
+	"rental/infra/ratelimit"
 	"rental/infra/webhooks"
 	"rental/schemas/apierr"
 	"rental/schemas/events"
@@ -40,7 +42,15 @@ type WebhooksOptions struct {
 	Brand       string             // User-Agent of test deliveries; required
 	Network     network.Network    // the `network` of test events
 	Now         func() time.Time   // default time.Now
+	// Limiter charges TestBudget, each account's budget of test calls (429 1100 beyond
+	// it): a test call sends a request from our network and returns part of the answer.
+	// nil: no budget (tests of other concerns).
+	Limiter    *ratelimit.Limiter
+	TestBudget redis_rate.Limit // default DefaultWebhookTestBudget
 }
+
+// DefaultWebhookTestBudget is each account's default budget of webhook test calls.
+var DefaultWebhookTestBudget = redis_rate.Limit{Rate: 30, Burst: 10, Period: time.Hour}
 
 // Webhooks is the module serving the webhook endpoints.
 type Webhooks struct {
@@ -59,6 +69,9 @@ func NewWebhooks(o WebhooksOptions) (*Webhooks, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.TestBudget.IsZero() {
+		o.TestBudget = DefaultWebhookTestBudget
 	}
 	m := &Webhooks{o: o}
 	m.sender = &webhooks.Sender{Client: o.Policy.Client(4), UserAgent: webhooks.UserAgent(o.Brand), Now: o.Now}
@@ -367,6 +380,9 @@ func (m *Webhooks) test(ctx context.Context, rc *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
+	if err := m.chargeTest(ctx, p.AccountID); err != nil {
+		return err
+	}
 	env, err := events.New(evType, p.AccountID, m.o.Network, events.SampleData(evType))
 	if err != nil {
 		return err
@@ -396,6 +412,21 @@ func (m *Webhooks) test(ctx context.Context, rc *fasthttp.RequestCtx) error {
 		res.Error = &msg
 	}
 	return WriteJSON(rc, fasthttp.StatusOK, res)
+}
+
+// chargeTest takes one test call from the account's budget: 429 1100 with Retry-After when
+// it is spent. A Redis failure lets the call through (budgets are fairness; the port rule
+// and the dial-time guard are the protection).
+func (m *Webhooks) chargeTest(ctx context.Context, accountID string) error {
+	if m.o.Limiter == nil {
+		return nil
+	}
+	d, err := m.o.Limiter.GCRA(ctx, "webhooktest:"+accountID, m.o.TestBudget)
+	if err != nil || d.Allowed {
+		return nil
+	}
+	return apierr.RateLimited.Newf("this account's budget of %d webhook test calls per %s is spent", m.o.TestBudget.Rate, m.o.TestBudget.Period).
+		With("limit", m.o.TestBudget.Rate).WithRetryAfter(max(ratelimit.Seconds(d.RetryAfter), 1))
 }
 
 // deliveryRecord is one attempt of the delivery history.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fasthttp"
@@ -54,6 +55,8 @@ type hookReceiver struct {
 	errs   []string
 }
 
+func (h *hookReceiver) count() int { h.mu.Lock(); defer h.mu.Unlock(); return len(h.bodies) }
+
 func newHookReceiver(t *testing.T) *hookReceiver {
 	h := &hookReceiver{}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +85,7 @@ func (publicResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 	return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
 }
 
-func newWebhookEnv(t *testing.T, p webhooks.Policy) *authEnv {
+func newWebhookEnv(t *testing.T, p webhooks.Policy, testBudget ...redis_rate.Limit) *authEnv {
 	t.Helper()
 	return newAuthEnv(t, authEnvOptions{extra: func(o *Options) {
 		pool := o.Accounts.(*accounts.Store).Pool()
@@ -90,14 +93,58 @@ func newWebhookEnv(t *testing.T, p webhooks.Policy) *authEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := NewWebhooks(WebhooksOptions{Store: store, Idempotency: idempotency.New(pool, idempotency.Options{}),
-			Policy: p, Brand: "tronrent", Network: "nile"})
+		wo := WebhooksOptions{Store: store, Idempotency: idempotency.New(pool, idempotency.Options{}),
+			Policy: p, Brand: "tronrent", Network: "nile"}
+		if len(testBudget) > 0 {
+			wo.Limiter, wo.TestBudget = o.Limiter, testBudget[0]
+		}
+		m, err := NewWebhooks(wo)
 		if err != nil {
 			t.Fatal(err)
 		}
 		o.Modules = append(o.Modules, m)
 		o.Sessions = webhookSessions{}
 	}})
+}
+
+// The webhook test call is no port scanner (docs/webhooks.md "Test calls"): each account
+// has a budget of test calls (429 1100 beyond it, nothing sent), and a URL on a port
+// other than 443 (or those configured) is refused at registration (2010 reason port).
+func TestWebhookTestCallsBudgetedAndPortsLimited(t *testing.T) {
+	env := newWebhookEnv(t, webhooks.Policy{AllowLoopback: true}, redis_rate.Limit{Rate: 2, Burst: 2, Period: time.Hour})
+	rcv := newHookReceiver(t)
+	k := env.key(t, scopes.WebhooksRead, scopes.WebhooksWrite)
+	r := env.signed(t, k, "POST", "/v1/webhooks", `{"url":"`+rcv.srv.URL+`/a"}`)
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	id := r.json["id"].(string)
+	for range 2 {
+		if r := env.signed(t, k, "POST", "/v1/webhooks/"+id+"/test", ""); r.status != 200 {
+			t.Fatalf("test call: %d %s", r.status, r.body)
+		}
+	}
+	before := rcv.count()
+	r = env.signed(t, k, "POST", "/v1/webhooks/"+id+"/test", "")
+	wantError(t, r, 429, 1100, "rate_limited", nil)
+	if r.header.Get("Retry-After") == "" || rcv.count() != before {
+		t.Fatalf("over budget: Retry-After %q, %d deliveries after %d", r.header.Get("Retry-After"), rcv.count(), before)
+	}
+	// Another account's budget is its own.
+	other := env.keyFor(t, env.newAccount(t).ID, accounts.NewKey{Scopes: []string{scopes.WebhooksRead, scopes.WebhooksWrite}})
+	r = env.signed(t, other, "POST", "/v1/webhooks", `{"url":"`+rcv.srv.URL+`/b"}`)
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	if r := env.signed(t, other, "POST", "/v1/webhooks/"+r.json["id"].(string)+"/test", ""); r.status != 200 {
+		t.Fatalf("other account's test call: %d %s", r.status, r.body)
+	}
+
+	// Production policy: an HTTPS port only.
+	prod := newWebhookEnv(t, webhooks.Policy{})
+	pk := prod.key(t, scopes.WebhooksRead, scopes.WebhooksWrite)
+	e := wantError(t, prod.signed(t, pk, "POST", "/v1/webhooks", `{"url":"https://93.184.216.34:22/"}`), 400, 2010, "invalid_webhook_url", "url")
+	checkDetails(t, "2010", e, map[string]any{"reason": "port", "allowed_ports": []any{443.0}})
 }
 
 func TestWebhookEndpointLifecycle(t *testing.T) {

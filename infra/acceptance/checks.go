@@ -96,11 +96,12 @@ func (m *Orders) checkReceiverCeiling(ctx context.Context, tx pgx.Tx, receiver t
 
 // ---- quotes ----
 
-// useQuote reads the account's quote, refuses parameters contradicting it (2004, checked
-// before expiry: a new quote would not fix them) and an expired one (3005), and fills the
-// parameters the request left out from it.
+// useQuote reads and locks the account's quote, refuses parameters contradicting it (2004,
+// checked before expiry: a new quote would not fix them), an expired one (3005) and one
+// another order used (3023: a quote prices one order; create records the use), and fills
+// the parameters the request left out from it.
 func (m *Orders) useQuote(ctx context.Context, tx pgx.Tx, accountID string, req *Request) (quotes.Quote, error) {
-	q, err := quotes.GetTx(ctx, tx, accountID, req.QuoteID)
+	q, err := quotes.GetForUseTx(ctx, tx, accountID, req.QuoteID)
 	if errors.Is(err, quotes.ErrNotFound) {
 		return q, invalid("quote_id", "not_found", "no quote "+quoted(req.QuoteID)+" on this account")
 	}
@@ -129,6 +130,9 @@ func (m *Orders) useQuote(ctx context.Context, tx pgx.Tx, accountID string, req 
 	}
 	if !m.o.Prices.Now().Before(q.ExpiresAt) {
 		return q, quotes.Expired(q)
+	}
+	if q.OrderID != "" {
+		return q, quotes.Used(q)
 	}
 	req.Resource = pricing.Resource(q.Resource)
 	if req.Resource != pricing.Activation {

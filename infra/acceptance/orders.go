@@ -382,6 +382,9 @@ func (m *Orders) create(ctx context.Context, tx pgx.Tx, accountID string, req Re
 	if err != nil {
 		return orders.Record{}, nil, err
 	}
+	if q != nil {
+		quotes.QueueUse(b, *q, n.ID)
+	}
 	// The supply rows are locked last, after the account's row (the hold); the group
 	// writes them last too.
 	var sup *supplystore.Locked

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,6 +71,10 @@ type KeyUpdate struct {
 	Label       *string
 	IsActive    *bool
 	IPAllowlist *[]netip.Prefix
+	// Caller is the key making the change, nil for the account's owner (a session): a
+	// change that widens the key (reactivation, an allowlist not inside the old one) must
+	// leave it Within the caller, else nothing changes (1005 or 1015).
+	Caller *Key
 }
 
 // Empty reports whether u changes nothing.
@@ -125,6 +130,25 @@ func newCredentials(net network.Network) (id, secret string) {
 		panic(err)
 	}
 	return net.KeyIDPrefix() + hex.EncodeToString(a[:]), net.SecretPrefix() + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// keyIDHex is the length of a key id after its prefix: 128 bits in lowercase hex.
+const keyIDHex = 32
+
+// ValidKeyID reports whether id has the exact form of a key id of net (its prefix and 32
+// lowercase hex characters). Anything else can never exist, so an authenticator answers
+// it without a lookup.
+func ValidKeyID(net network.Network, id string) bool {
+	rest, ok := strings.CutPrefix(id, net.KeyIDPrefix())
+	if !ok || len(rest) != keyIDHex {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		if c := rest[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // CreateKey creates a key in its own transaction; see CreateKeyTx.
@@ -211,6 +235,11 @@ func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, u KeyUpd
 	}
 	var k Key
 	err := pg.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if u.Caller != nil {
+			if err := checkWithin(ctx, tx, accountID, keyID, u); err != nil {
+				return err
+			}
+		}
 		var err error
 		k, err = scanKey(tx.QueryRow(ctx, `
 			UPDATE api_keys AS k SET
@@ -235,6 +264,31 @@ func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, u KeyUpd
 		return WriteAudit(ctx, tx, accountID, actor, "api_key.update", d)
 	})
 	return k, err
+}
+
+// checkWithin locks the key for the rest of tx and refuses u when it widens the key beyond
+// u.Caller (Within).
+func checkWithin(ctx context.Context, tx pgx.Tx, accountID, keyID string, u KeyUpdate) error {
+	before, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyCols+` FROM api_keys k
+		WHERE k.account_id = $1 AND k.id = $2 AND k.revoked_at IS NULL FOR UPDATE`, accountID, keyID))
+	if err != nil {
+		return err
+	}
+	after := before
+	if u.IsActive != nil {
+		after.IsActive = *u.IsActive
+	}
+	if u.IPAllowlist != nil {
+		after.IPAllowlist = *u.IPAllowlist
+	}
+	if !widens(before, after) {
+		return nil
+	}
+	field := "is_active"
+	if !AllowlistWithin(after.IPAllowlist, before.IPAllowlist) {
+		field = "ip_allowlist"
+	}
+	return Within(*u.Caller, after.Scopes, after.ExpiresAt, after.IPAllowlist, field)
 }
 
 // RevokeKey revokes a key of the account for good and writes the audit row

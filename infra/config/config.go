@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -155,6 +156,11 @@ type Webhook struct {
 	// MaxDrives (WEBHOOK_MAX_DRIVES) bounds the deliveries one replica makes at once, and
 	// MaxDrivesPerAccount (WEBHOOK_MAX_DRIVES_PER_ACCOUNT) one account's share of them.
 	MaxDrives, MaxDrivesPerAccount int
+	// Ports (WEBHOOK_PORTS, comma-separated) are target ports allowed besides 443.
+	Ports []uint16
+	// TestsPerHour (WEBHOOK_TESTS_PER_HOUR) is each account's budget of test calls
+	// (POST /v1/webhooks/{id}/test), burst a third of it; default 30.
+	TestsPerHour int
 }
 
 // Orders configures order creation at the edge (docs/orders.md, "API").
@@ -231,12 +237,16 @@ type Auth struct {
 	QuotaDaily        int64          // QUOTA_DAILY requests per account per UTC day, 0 = off
 	QuotaMonthly      int64          // QUOTA_MONTHLY requests per account per UTC month, 0 = off
 	RateLimitIP       int            // RATE_LIMIT_IP requests per second (and burst) per client IP
+	// IPv6SourceBits is IPV6_SOURCE_PREFIX: the IPv6 network length counted as one source
+	// by the per-IP budget and the challenge limits (default 64, 1..128).
+	IPv6SourceBits int
 }
 
 // Signup configures challenges and dashboard sessions.
 type Signup struct {
 	ChallengesPerMinuteIP      int           // CHALLENGE_LIMIT_IP
-	ChallengesPerMinuteAddress int           // CHALLENGE_LIMIT_ADDRESS
+	ChallengesPerMinuteAddress int           // CHALLENGE_LIMIT_ADDRESS, per source and address
+	ChallengesPerMinuteCeiling int           // CHALLENGE_LIMIT_ADDRESS_TOTAL, per address from all sources
 	SessionIdle                time.Duration // SESSION_IDLE, sliding
 	SessionAbsolute            time.Duration // SESSION_ABSOLUTE
 }
@@ -346,9 +356,13 @@ func Load() (Config, error) {
 	c.Auth.QuotaDaily = int64(integer("QUOTA_DAILY", 0))
 	c.Auth.QuotaMonthly = int64(integer("QUOTA_MONTHLY", 0))
 	c.Auth.RateLimitIP = integer("RATE_LIMIT_IP", 100)
+	if c.Auth.IPv6SourceBits = integer("IPV6_SOURCE_PREFIX", 64); c.Auth.IPv6SourceBits < 1 || c.Auth.IPv6SourceBits > 128 {
+		errs = append(errs, fmt.Sprintf("IPV6_SOURCE_PREFIX=%d: an IPv6 prefix length, 1 to 128", c.Auth.IPv6SourceBits))
+	}
 	c.Signup = Signup{
 		ChallengesPerMinuteIP:      integer("CHALLENGE_LIMIT_IP", 30),
 		ChallengesPerMinuteAddress: integer("CHALLENGE_LIMIT_ADDRESS", 5),
+		ChallengesPerMinuteCeiling: integer("CHALLENGE_LIMIT_ADDRESS_TOTAL", 60),
 		SessionIdle:                dur("SESSION_IDLE", 2*time.Hour),
 		SessionAbsolute:            dur("SESSION_ABSOLUTE", 24*time.Hour),
 	}
@@ -383,6 +397,18 @@ func Load() (Config, error) {
 	c.Webhook.AllowLoopback = boolean("WEBHOOK_ALLOW_LOOPBACK", false)
 	c.Webhook.MaxDrives = integer("WEBHOOK_MAX_DRIVES", 256)
 	c.Webhook.MaxDrivesPerAccount = integer("WEBHOOK_MAX_DRIVES_PER_ACCOUNT", 32)
+	c.Webhook.TestsPerHour = integer("WEBHOOK_TESTS_PER_HOUR", 30)
+	if c.Webhook.TestsPerHour < 1 {
+		errs = append(errs, "WEBHOOK_TESTS_PER_HOUR: at least 1")
+	}
+	for _, v := range splitList(str("WEBHOOK_PORTS", "")) {
+		n, err := strconv.ParseUint(v, 10, 16)
+		if err != nil || n == 0 {
+			errs = append(errs, fmt.Sprintf("WEBHOOK_PORTS: %q is not a port number", v))
+			continue
+		}
+		c.Webhook.Ports = append(c.Webhook.Ports, uint16(n))
+	}
 	for _, v := range splitList(str("WEBHOOK_RETRY_DELAYS", "")) {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {

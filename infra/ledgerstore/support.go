@@ -115,6 +115,105 @@ func (l *Ledger) Adjust(ctx context.Context, accountID string, amountSun int64, 
 	return res, err
 }
 
+// ErrSameOperator refuses an approval by the operator who requested the adjustment.
+var ErrSameOperator = errors.New("ledger: an adjustment is approved by another operator than the one who requested it")
+
+// ErrNoPendingAdjustment is an approval of a ref that no request is pending under.
+var ErrNoPendingAdjustment = errors.New("ledger: no pending adjustment with this ref")
+
+// RequestAdjustment records an adjustment that waits for a second operator's approval
+// (pending_adjustments) and the audit row "ledger.adjustment_requested"; nothing is
+// credited. Requesting a ref again with the same account and amount changes nothing
+// (pending false when it was approved already); another account or amount under a used ref
+// is refused.
+func (l *Ledger) RequestAdjustment(ctx context.Context, accountID string, amountSun int64, ref, requester, reason string) (pending bool, err error) {
+	err = pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO pending_adjustments (ref, account_id, amount_sun, reason, requested_by)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (ref) DO NOTHING`, ref, accountID, amountSun, reason, requester)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			var acc string
+			var amt int64
+			var approved *string
+			if err := tx.QueryRow(ctx, `SELECT account_id, amount_sun, approved_by FROM pending_adjustments WHERE ref = $1`, ref).
+				Scan(&acc, &amt, &approved); err != nil {
+				return err
+			}
+			if acc != accountID || amt != amountSun {
+				return fmt.Errorf("ledger: ref %s was requested for %d SUN to %s", ref, amt, acc)
+			}
+			pending = approved == nil
+			return nil
+		}
+		pending = true
+		return accounts.WriteAudit(ctx, tx, accountID, requester, "ledger.adjustment_requested", map[string]any{
+			"amount_sun": amountSun, "ref": ref, "reason": reason, "requested_by": requester,
+		})
+	})
+	return pending, err
+}
+
+// ApproveAdjustment credits the pending adjustment ref as approver, who must not be its
+// requester (ErrSameOperator): the credit (kind adjustment, idempotent on ref), the
+// approval on the pending row and the audit row "ledger.adjustment" naming both operators
+// (actor the approver, details.requested_by and details.approved_by), in one transaction.
+// An approved ref approved again changes nothing (Applied false).
+func (l *Ledger) ApproveAdjustment(ctx context.Context, ref, approver string) (accountID string, amountSun int64, res CreditResult, err error) {
+	err = pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		var requester, reason string
+		var approved *string
+		err := tx.QueryRow(ctx, `SELECT account_id, amount_sun, reason, requested_by, approved_by FROM pending_adjustments
+			WHERE ref = $1 FOR UPDATE`, ref).Scan(&accountID, &amountSun, &reason, &requester, &approved)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNoPendingAdjustment
+		}
+		if err != nil {
+			return err
+		}
+		if approved != nil {
+			return nil
+		}
+		if requester == approver {
+			return ErrSameOperator
+		}
+		res, err = l.Credit(ctx, tx, Credit{AccountID: accountID, Kind: ledger.KindAdjustment, Ref: ref, AmountSun: amountSun,
+			ReferenceID: ref, Details: map[string]any{"by": approver, "requested_by": requester, "reason": reason}})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE pending_adjustments SET approved_by = $2, approved_at = now() WHERE ref = $1`, ref, approver); err != nil {
+			return err
+		}
+		return accounts.WriteAudit(ctx, tx, accountID, approver, "ledger.adjustment", map[string]any{
+			"amount_sun": amountSun, "ref": ref, "reason": reason, "requested_by": requester, "approved_by": approver,
+		})
+	})
+	return accountID, amountSun, res, err
+}
+
+// PendingAdjustment is an adjustment waiting for a second operator.
+type PendingAdjustment struct {
+	Ref, AccountID, Reason, RequestedBy string
+	AmountSun                           int64
+	RequestedAt                         time.Time
+}
+
+// PendingAdjustments lists the adjustments not approved yet, oldest first.
+func (l *Ledger) PendingAdjustments(ctx context.Context) ([]PendingAdjustment, error) {
+	rows, err := l.pool.Query(ctx, `SELECT ref, account_id, reason, requested_by, amount_sun, requested_at
+		FROM pending_adjustments WHERE approved_by IS NULL ORDER BY requested_at, ref`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (PendingAdjustment, error) {
+		var p PendingAdjustment
+		err := r.Scan(&p.Ref, &p.AccountID, &p.Reason, &p.RequestedBy, &p.AmountSun, &p.RequestedAt)
+		return p, err
+	})
+}
+
 // Status transitions support may make. The spec leaves them open; docs/ledger.md records
 // these choices.
 const (

@@ -1,7 +1,8 @@
 // Package quotes stores price quotes (rental-api-v1 "Quote") in Postgres.
 //
-// A quote locks a price for one account for Lifetime (120 s), not stock. Rows are written
-// once and never changed. Readers:
+// A quote locks a price for one account for Lifetime (120 s), not stock, and prices one
+// order: Use records the order that used it (order_id, set once, in that order's
+// transaction); the rest of the row is written once and never changed. Readers:
 //
 //   - GET /v1/quotes/{id} reads with Get: another account's quote and an unknown id are the
 //     same ErrNotFound (no existence oracle).
@@ -73,6 +74,8 @@ type Quote struct {
 
 	CreatedAt time.Time
 	ExpiresAt time.Time
+
+	OrderID string // the order that used the quote; "" while unused (read, never created)
 }
 
 // ErrNotFound is returned for an unknown id and for another account's quote alike.
@@ -80,6 +83,9 @@ var ErrNotFound = errors.New("quotes: no such quote on this account")
 
 // ErrExpired is matched (errors.Is) by the error GetValid returns for an expired quote.
 var ErrExpired = errors.New("quotes: quote expired")
+
+// ErrUsed is matched (errors.Is) by the error Use returns for a quote an order used already.
+var ErrUsed = errors.New("quotes: quote already used")
 
 // ErrInvalid is returned by Create for a quote that breaks the record's invariants; it is
 // a programming error of the caller, never a client's.
@@ -160,7 +166,7 @@ func check(q Quote) error {
 
 const selectQuote = `SELECT id, account_id, resource, amount, coalesce(tier, ''), coalesce(receiver, ''),
 	price_sun_per_unit, unit_price_centisun, fills, energy_amount_sun, activate_amount_sun,
-	total_amount_sun, created_at, expires_at FROM quotes WHERE id = $1 AND account_id = $2`
+	total_amount_sun, created_at, expires_at, coalesce(order_id, '') FROM quotes WHERE id = $1 AND account_id = $2`
 
 // Get returns the account's quote id, expired or not; ErrNotFound when there is none.
 func (s *Store) Get(ctx context.Context, accountID, id string) (Quote, error) {
@@ -169,14 +175,18 @@ func (s *Store) Get(ctx context.Context, accountID, id string) (Quote, error) {
 
 // GetTx is Get on db.
 func GetTx(ctx context.Context, db DBTX, accountID, id string) (Quote, error) {
+	return get(ctx, db, selectQuote, accountID, id)
+}
+
+func get(ctx context.Context, db DBTX, query, accountID, id string) (Quote, error) {
 	if !ValidID(id) || accountID == "" {
 		return Quote{}, ErrNotFound
 	}
 	var q Quote
 	var fj []byte
-	err := db.QueryRow(ctx, selectQuote, id, accountID).Scan(&q.ID, &q.AccountID, &q.Resource, &q.Amount,
+	err := db.QueryRow(ctx, query, id, accountID).Scan(&q.ID, &q.AccountID, &q.Resource, &q.Amount,
 		&q.Tier, &q.Receiver, &q.PriceSunPerUnit, &q.UnitPriceCenti, &fj, &q.EnergyAmountSun,
-		&q.ActivateAmountSun, &q.TotalAmountSun, &q.CreatedAt, &q.ExpiresAt)
+		&q.ActivateAmountSun, &q.TotalAmountSun, &q.CreatedAt, &q.ExpiresAt, &q.OrderID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Quote{}, ErrNotFound
 	}
@@ -214,6 +224,28 @@ func GetValidTx(ctx context.Context, db DBTX, accountID, id string, now time.Tim
 func Expired(q Quote) *apierr.Error {
 	return apierr.QuoteExpired.Wrap(ErrExpired, "quote "+q.ID+" expired at "+events.FormatTime(q.ExpiresAt)+"; ask for a new quote").
 		With("quote_id", q.ID).With("expired_at", events.FormatTime(q.ExpiresAt))
+}
+
+// GetForUseTx is GetTx for an order about to use the quote: it locks the quote's row in
+// the order's transaction db until that commits or rolls back, so of two orders sent with
+// one quote at once the second reads the first's OrderID once the first commits (and
+// finds it unused when the first rolls back). The caller refuses a used quote (Used) and
+// records its own order with QueueUse in the same transaction.
+func GetForUseTx(ctx context.Context, db DBTX, accountID, id string) (Quote, error) {
+	return get(ctx, db, selectQuote+" FOR UPDATE", accountID, id)
+}
+
+// Used is the refusal of a quote an order used already: 3023 quote_used with
+// details.quote_id and details.order_id (the order that used it), matching ErrUsed.
+func Used(q Quote) *apierr.Error {
+	return apierr.QuoteUsed.Wrap(ErrUsed, "quote "+q.ID+" was used by order "+q.OrderID+"; a quote prices one order, ask for a new quote").
+		WithField("quote_id").With("quote_id", q.ID).With("order_id", q.OrderID)
+}
+
+// QueueUse queues in b the statement recording that order orderID used quote q, read
+// unused with GetForUseTx in the same transaction (the row is locked, so it matches).
+func QueueUse(b *pgx.Batch, q Quote, orderID string) {
+	b.Queue(`UPDATE quotes SET order_id = $3 WHERE id = $1 AND account_id = $2 AND order_id IS NULL`, q.ID, q.AccountID, orderID)
 }
 
 // PurgeExpired deletes quotes that expired before `before` and returns how many. Orders

@@ -62,11 +62,14 @@ type Row struct {
 	Reserve          *int64
 	Low, High        *int64
 	FeeSeq           int64
-	NextBillingAt    *time.Time
-	GraceUntil       *time.Time
-	NextCheckAt      *time.Time
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// FeeCoveredSun is the fee level paid for the current billing day: DailyFeeSun after
+	// each daily charge and upgrade charge; a downgrade leaves it (ChargeUpgrade).
+	FeeCoveredSun int64
+	NextBillingAt *time.Time
+	GraceUntil    *time.Time
+	NextCheckAt   *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // Rule is a plan subscription's rule (zero for legacy ones).
@@ -80,7 +83,7 @@ func (r Row) Rule() autorefill.Rule {
 const columns = `id, account_id, network, kind, receiver, resource, mode, tier, threshold_amount, refill_amount,
 	max_price_sun, max_refills_per_day, daily_fee_sun, status, status_reason, suspended_required_sun, label,
 	last_refill_at, last_order_id, refills_today, refills_day, refill_seq, preset, reserve, low, high, fee_seq,
-	next_billing_at, grace_until, next_check_at, created_at, updated_at`
+	coalesce(fee_covered_sun, daily_fee_sun), next_billing_at, grace_until, next_check_at, created_at, updated_at`
 
 func scan(r pgx.Row) (Row, error) {
 	var s Row
@@ -88,7 +91,7 @@ func scan(r pgx.Row) (Row, error) {
 	err := r.Scan(&s.ID, &s.AccountID, &netw, &kind, &s.Receiver, &s.Resource, &mode, &s.Tier, &s.ThresholdAmount, &s.RefillAmount,
 		&s.MaxPriceSun, &s.MaxRefillsPerDay, &s.DailyFeeSun, &status, &s.StatusReason, &s.SuspendedReqSun, &s.Label,
 		&s.LastRefillAt, &s.LastOrderID, &s.RefillsToday, &s.RefillsDay, &s.RefillSeq, &s.Preset, &s.Reserve, &s.Low, &s.High, &s.FeeSeq,
-		&s.NextBillingAt, &s.GraceUntil, &s.NextCheckAt, &s.CreatedAt, &s.UpdatedAt)
+		&s.FeeCoveredSun, &s.NextBillingAt, &s.GraceUntil, &s.NextCheckAt, &s.CreatedAt, &s.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, ErrNotFound
 	}
@@ -155,11 +158,11 @@ func Save(ctx context.Context, tx pgx.Tx, s Row, now time.Time) error {
 			max_refills_per_day = $6, daily_fee_sun = $7, status = $8, status_reason = $9, suspended_required_sun = $10, label = $11,
 			last_refill_at = $12, last_order_id = $13, refills_today = $14, refills_day = $15, refill_seq = $16, preset = $17,
 			reserve = $18, low = $19, high = $20, fee_seq = $21, next_billing_at = $22, grace_until = $23, next_check_at = $24,
-			updated_at = $25, cancelled_at = CASE WHEN $8 = 'cancelled' THEN coalesce(cancelled_at, $25) END
+			updated_at = $25, cancelled_at = CASE WHEN $8 = 'cancelled' THEN coalesce(cancelled_at, $25) END, fee_covered_sun = $26
 		WHERE id = $1`,
 		s.ID, s.Tier, s.ThresholdAmount, s.RefillAmount, s.MaxPriceSun, s.MaxRefillsPerDay, s.DailyFeeSun, string(s.Status),
 		s.StatusReason, s.SuspendedReqSun, s.Label, s.LastRefillAt, s.LastOrderID, s.RefillsToday, s.RefillsDay, s.RefillSeq, s.Preset,
-		s.Reserve, s.Low, s.High, s.FeeSeq, s.NextBillingAt, s.GraceUntil, s.NextCheckAt, now)
+		s.Reserve, s.Low, s.High, s.FeeSeq, s.NextBillingAt, s.GraceUntil, s.NextCheckAt, now, s.FeeCoveredSun)
 	return err
 }
 
@@ -283,22 +286,50 @@ func FeeRef(subID string, n int64) string { return fmt.Sprintf("subfee:%s:%d", s
 // 24 h, grace cleared); the caller saves s. A refusal is the ledger's 4001/4002 with
 // required_sun and available_sun, and writes nothing.
 func ChargeFee(ctx context.Context, tx pgx.Tx, led FeeLedger, s *Row, from, now time.Time) error {
-	ref := FeeRef(s.ID, s.FeeSeq+1)
-	if err := led.PlaceHold(ctx, tx, s.AccountID, ref, s.DailyFeeSun); err != nil {
+	next := from.Add(autorefill.BillingDay)
+	if err := charge(ctx, tx, led, s, s.DailyFeeSun, next, now); err != nil {
 		return err
 	}
-	if err := led.CaptureHold(ctx, tx, ref, s.DailyFeeSun); err != nil {
+	s.NextBillingAt, s.GraceUntil = &next, nil
+	return nil
+}
+
+// ChargeUpgrade charges, in tx, what a plan's new (higher) daily fee costs for the rest of
+// the current billing day beyond the level already paid for it
+// (autorefill.UpgradeChargeSun), like a daily charge (ledger capture, charge history row,
+// subscription.charged with the unchanged next_billing_at) but for that amount, and marks
+// the new fee as paid for the day. It charges nothing for a downgrade, for no raise over
+// the level paid today, and once next_billing_at passed (the daily charge then takes the
+// new fee). s carries the new rule and fee; the caller saves s. A refusal is the ledger's
+// 4001/4002 and writes nothing.
+func ChargeUpgrade(ctx context.Context, tx pgx.Tx, led FeeLedger, s *Row, now time.Time) error {
+	if s.Kind != autorefill.Plan || s.NextBillingAt == nil {
+		return nil
+	}
+	amount := autorefill.UpgradeChargeSun(s.FeeCoveredSun, s.DailyFeeSun, s.NextBillingAt.Sub(now))
+	if amount == 0 {
+		return nil
+	}
+	return charge(ctx, tx, led, s, amount, *s.NextBillingAt, now)
+}
+
+// charge takes amount of s's fee (the next fee_seq's ledger reference), records it and
+// marks s's current fee as paid for the day ending at next.
+func charge(ctx context.Context, tx pgx.Tx, led FeeLedger, s *Row, amount int64, next, now time.Time) error {
+	ref := FeeRef(s.ID, s.FeeSeq+1)
+	if err := led.PlaceHold(ctx, tx, s.AccountID, ref, amount); err != nil {
+		return err
+	}
+	if err := led.CaptureHold(ctx, tx, ref, amount); err != nil {
 		return err
 	}
 	s.FeeSeq++
-	next := from.Add(24 * time.Hour)
-	s.NextBillingAt, s.GraceUntil = &next, nil
-	fee := s.DailyFeeSun
-	if err := AddHistory(ctx, tx, s.ID, History{Kind: autorefill.HistCharge, AmountSun: &fee, At: now}); err != nil {
+	s.FeeCoveredSun = s.DailyFeeSun
+	if err := AddHistory(ctx, tx, s.ID, History{Kind: autorefill.HistCharge, AmountSun: &amount, At: now}); err != nil {
 		return err
 	}
 	return Emit(ctx, tx, *s, events.EventSubscriptionCharged, events.SubscriptionCharged{
-		SubscriptionID: s.ID, Receiver: s.Receiver, Plan: autorefill.PlanName(s.Preset), AmountSun: fee, NextBillingAt: events.Time(next)})
+		SubscriptionID: s.ID, Receiver: s.Receiver, Plan: autorefill.PlanName(s.Preset), AmountSun: amount, NextBillingAt: events.Time(next)})
 }
 
 // Record renders the Subscription record. delegated is the plan's delegated energy;

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,10 +39,29 @@ type Policy struct {
 	// TLS is the client TLS configuration (tests trust their httptest CA here); nil is the
 	// system roots.
 	TLS *tls.Config
+	// Ports are the target ports allowed besides 443 (WEBHOOK_PORTS), checked at
+	// registration and at every dial: the test call returns the first 512 bytes of the
+	// answer, so any port would make it a banner-reading probe of any public host.
+	// AllowLoopback admits any port (local receivers listen on ephemeral ports).
+	Ports []uint16
+}
+
+// HTTPSPort is the one target port always allowed.
+const HTTPSPort = 443
+
+// AllowedPorts are the target ports p allows (nil: any, with AllowLoopback).
+func (p Policy) AllowedPorts() []uint16 {
+	if p.AllowLoopback {
+		return nil
+	}
+	return append([]uint16{HTTPSPort}, p.Ports...)
 }
 
 func (p Policy) guard() *ssrf.Guardian {
 	opts := []ssrf.Option{ssrf.WithAnyPort()}
+	if ports := p.AllowedPorts(); ports != nil {
+		opts = []ssrf.Option{ssrf.WithPorts(ports...)}
+	}
 	if p.AllowLoopback {
 		opts = append(opts,
 			ssrf.WithAllowedV4Prefixes(netip.MustParsePrefix("127.0.0.0/8")),
@@ -51,7 +71,7 @@ func (p Policy) guard() *ssrf.Guardian {
 }
 
 // invalidURL is 2010 with details.reason, one of: too_long, malformed, scheme,
-// credentials, private_target, non_canonical_ip.
+// credentials, port, private_target, non_canonical_ip.
 func invalidURL(reason, msg string) *apierr.Error {
 	return apierr.InvalidWebhookURL.New(msg).WithField("url").With("reason", reason)
 }
@@ -82,10 +102,20 @@ func (p Policy) CheckURL(ctx context.Context, raw string) error {
 	if host == "" {
 		return invalidURL("malformed", "the URL has no host")
 	}
-	if port := u.Port(); port != "" {
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+	port := HTTPSPort
+	if u.Scheme == "http" {
+		port = 80
+	}
+	if ps := u.Port(); ps != "" {
+		n, err := strconv.Atoi(ps)
+		if err != nil || n < 1 || n > 65535 {
 			return invalidURL("malformed", "the URL's port is invalid")
 		}
+		port = n
+	}
+	if allowed := p.AllowedPorts(); allowed != nil && !slices.Contains(allowed, uint16(port)) {
+		return invalidURL("port", "the URL's port must be 443 or another HTTPS port this service allows").
+			With("allowed_ports", allowed)
 	}
 	g := p.guard()
 	private := func() error {

@@ -33,6 +33,7 @@ var resolver = fakeResolver{
 func TestCheckURL(t *testing.T) {
 	prod := webhooks.Policy{Resolver: resolver}
 	dev := webhooks.Policy{Resolver: resolver, AllowLoopback: true}
+	alt := webhooks.Policy{Resolver: resolver, Ports: []uint16{8443}} // WEBHOOK_PORTS=8443
 	long := "https://hooks.example.com/" + strings.Repeat("a", 2048)
 	cases := []struct {
 		url    string
@@ -40,7 +41,14 @@ func TestCheckURL(t *testing.T) {
 		reason string // "" = accepted
 	}{
 		{"https://hooks.example.com/rental", prod, ""},
-		{"https://hooks.example.com:8443/rental?x=1", prod, ""},
+		{"https://hooks.example.com:443/rental?x=1", prod, ""},
+		// Only HTTPS ports: 443, and those WEBHOOK_PORTS adds (the review's port scanner).
+		{"https://hooks.example.com:8443/rental?x=1", prod, "port"},
+		{"https://hooks.example.com:8443/rental?x=1", alt, ""},
+		{"https://hooks.example.com:443/rental", alt, ""},
+		{"https://93.184.216.34:22/", prod, "port"},
+		{"https://93.184.216.34:6379/", alt, "port"},
+		{"https://hooks.example.com:80/x", prod, "port"},
 		{"https://93.184.216.34/x", prod, ""},
 		{"https://unresolvable.example.com/x", prod, ""}, // the dial-time check covers it
 		{"http://hooks.example.com/x", prod, "scheme"},
@@ -51,7 +59,7 @@ func TestCheckURL(t *testing.T) {
 		{long, prod, "too_long"},
 		{"https://10.0.0.1/x", prod, "private_target"},
 		{"https://172.16.5.4/x", prod, "private_target"},
-		{"https://192.168.1.1:8443/x", prod, "private_target"},
+		{"https://192.168.1.1:8443/x", alt, "private_target"},
 		{"https://100.64.0.1/x", prod, "private_target"},
 		{"https://127.0.0.1/x", prod, "private_target"},
 		{"https://0.0.0.0/x", prod, "private_target"},
@@ -166,6 +174,21 @@ func TestClientRefusesPrivateTargetsAtDialTime(t *testing.T) {
 	}
 	if l6 != nil && l6.accepted.Load() != 0 {
 		t.Errorf("the IPv6 loopback listener accepted %d connections", l6.accepted.Load())
+	}
+}
+
+// The dial-time check also refuses ports other than 443 and those configured, whatever was
+// registered before the rule: the test call cannot read another service's banner.
+func TestClientRefusesOtherPortsAtDialTime(t *testing.T) {
+	for _, u := range []string{"https://93.184.216.34:22/", "http://93.184.216.34:25/", "https://93.184.216.34:8443/"} {
+		resp, err := webhooks.Policy{}.Client(0).Post(u, "application/json", strings.NewReader("{}"))
+		if err == nil {
+			resp.Body.Close()
+			t.Fatalf("%s: connected", u)
+		}
+		if !webhooks.IsBlocked(err) {
+			t.Errorf("%s: failed for another reason than the policy: %v", u, err)
+		}
 	}
 }
 

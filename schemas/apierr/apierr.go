@@ -133,6 +133,9 @@ var (
 	KeyEnvironmentMismatch = def(1012, "key_environment_mismatch", 401, false, "Key prefix does not match the host environment.")
 	SessionExpired         = def(1013, "session_expired", 401, false, "Session cookie missing, expired or signed out.")
 	CSRFTokenInvalid       = def(1014, "csrf_token_invalid", 403, false, "Cookie-authenticated write lacks a valid X-CSRF-Token.")
+	// KeyExceedsCaller is ours, not the spec's (docs/errors.md): a key creating or widening
+	// a key beyond its own expiry or IP allowlist (scopes beyond its own are 1005).
+	KeyExceedsCaller = def(1015, "key_exceeds_caller", 403, false, "A key cannot create or widen a key beyond its own expiry or IP allowlist.")
 )
 
 // 1100-1199 rate and quota.
@@ -195,10 +198,12 @@ var (
 	// situations, docs/errors.md): an unknown or foreign id in a path, for objects other
 	// than orders and batches (3001).
 	ObjectNotFound = def(3022, "object_not_found", 404, false, "No such object on this account (unknown or another account's, not distinguished).")
+	// QuoteUsed is ours too: a quote prices one order (docs/pricing.md "Quotes").
+	QuoteUsed = def(3023, "quote_used", 409, false, "Quote already used by an order; a quote prices one order.")
 )
 
 // Additions lists the codes this catalogue has beyond the spec's table (docs/errors.md).
-var Additions = []*Code{RouteNotFound, MethodNotAllowed, BodyTooLarge, UnsupportedEncoding, URITooLong, HeadersTooLarge, ObjectNotFound, DeliveryBacklogged, DependencyUnavailable}
+var Additions = []*Code{RouteNotFound, MethodNotAllowed, BodyTooLarge, UnsupportedEncoding, URITooLong, HeadersTooLarge, ObjectNotFound, QuoteUsed, KeyExceedsCaller, DeliveryBacklogged, DependencyUnavailable}
 
 // 4000-4099 funds.
 var (

@@ -9,6 +9,7 @@ package autorefill
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Rule constants of the spec.
@@ -87,6 +88,25 @@ func DailyFeeSun(reserve int64) int64 {
 	trx := (reserve*FeeTRXPerUnit + FeeUnitEnergy - 1) / FeeUnitEnergy
 	return trx * SunPerTRX
 }
+
+// UpgradeChargeSun is what raising a plan's daily fee from covered (the fee level already
+// paid for the current billing day) to fee costs for the part of that day still left
+// (the time until next_billing_at): the difference pro rata to left over 24 h, rounded up
+// to whole TRX like the fee itself. It is 0 when the fee does not rise above covered or
+// the day is over (the next daily charge takes the new fee in full). A downgrade refunds
+// nothing, so covered stays the highest level paid that day.
+func UpgradeChargeSun(covered, fee int64, left time.Duration) int64 {
+	if fee <= covered || left <= 0 {
+		return 0
+	}
+	left = min(left, BillingDay)
+	// diff <= 240 TRX (2.4e8 SUN) times at most 8.64e7 ms: well inside int64.
+	owed := ((fee-covered)*left.Milliseconds() + BillingDay.Milliseconds() - 1) / BillingDay.Milliseconds()
+	return (owed + SunPerTRX - 1) / SunPerTRX * SunPerTRX
+}
+
+// BillingDay is the period one daily fee pays for.
+const BillingDay = 24 * time.Hour
 
 // Preset is a named rule.
 type Preset struct {

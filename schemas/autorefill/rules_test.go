@@ -3,6 +3,7 @@ package autorefill
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestDailyFeeRoundsUpToWholeTRX(t *testing.T) {
@@ -76,5 +77,27 @@ func TestTopUpToHighInSteps(t *testing.T) {
 	}
 	if UsesWithinReservePerDay(131_000) != 48 || UsesWithinReservePerDay(5_240_000) != 1_920 {
 		t.Error("UsesWithinReservePerDay")
+	}
+}
+
+func TestUpgradeChargeSun(t *testing.T) {
+	const trx = SunPerTRX
+	for _, c := range []struct {
+		covered, fee int64
+		left         time.Duration
+		want         int64
+	}{
+		{6 * trx, 240 * trx, BillingDay, 234 * trx},
+		{6 * trx, 240 * trx, BillingDay - time.Second, 234 * trx}, // 233.997 rounds up
+		{6 * trx, 240 * trx, 12 * time.Hour, 117 * trx},
+		{6 * trx, 60 * trx, time.Minute, 1 * trx}, // 0.0375 TRX rounds up to one
+		{240 * trx, 240 * trx, BillingDay, 0},     // paid already today
+		{240 * trx, 6 * trx, BillingDay, 0},       // a downgrade refunds nothing
+		{6 * trx, 240 * trx, 0, 0},                // the day is over: the daily charge takes it
+		{6 * trx, 240 * trx, 48 * time.Hour, 234 * trx},
+	} {
+		if got := UpgradeChargeSun(c.covered, c.fee, c.left); got != c.want {
+			t.Errorf("UpgradeChargeSun(%d, %d, %s) = %d, want %d", c.covered, c.fee, c.left, got, c.want)
+		}
 	}
 }

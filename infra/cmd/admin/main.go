@@ -1,11 +1,14 @@
 // Command admin is the support and operator tool for the ledger (docs/ledgerstore.md). Every
 // command that changes something writes an audit_log row, in the same transaction, naming
-// the actor (-actor, required) and the reason (-reason).
+// the operator (from the environment: ADMIN_OPERATOR or the OS user, operator.go) and the
+// reason (-reason, required).
 //
 //	admin invariants                                      check the ledger; exit 1 on a violation
 //	admin held [-account ID]                              list held deposits
 //	admin credit-held -deposit ID [-rate-sun N]           credit a held deposit
-//	admin adjust -account ID -amount-sun N -ref REF       adjustment credit
+//	admin adjust -account ID -amount-sun N -ref REF       adjustment credit (above ADMIN_APPROVAL_ABOVE_SUN: pending)
+//	admin approve -ref REF                                approve another operator's pending adjustment
+//	admin pending                                         list pending adjustments
 //	admin suspend|unsuspend|close -account ID             account status
 //	admin rotate-address -account ID                      rotate the deposit address (3018 when too often)
 //	admin low-threshold -account ID (-sun N | -default)   the account's balance.low threshold
@@ -53,7 +56,7 @@ func main() {
 }
 
 const usage = `usage: admin <command> [flags]
-commands: invariants, held, credit-held, adjust, suspend, unsuspend, close, rotate-address, low-threshold, market-provider,
+commands: invariants, held, credit-held, adjust, approve, pending, suspend, unsuspend, close, rotate-address, low-threshold, market-provider,
   account, order, revoke-key, replay-webhooks, rotate-master-key
 run "admin <command> -h" for the flags of a command`
 
@@ -72,7 +75,6 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(out)
 	account := fs.String("account", "", "account id (acc_...)")
-	actor := fs.String("actor", "", "who acts (recorded as support:<actor>)")
 	reason := fs.String("reason", "", "why (recorded in the audit row)")
 	deposit := fs.String("deposit", "", "deposit id (dep_...)")
 	amount := fs.Int64("amount-sun", 0, "amount in SUN")
@@ -114,7 +116,7 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		if *reason == "" {
 			return "", fmt.Errorf("%s: -reason is required", cmd)
 		}
-		return ledgerstore.Actor(*actor)
+		return operator()
 	}
 
 	switch cmd {
@@ -182,6 +184,23 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		if err != nil {
 			return 2, err
 		}
+		above, err := approvalAbove()
+		if err != nil {
+			return 2, err
+		}
+		if *amount > above {
+			pending, err := l.RequestAdjustment(ctx, *account, *amount, *ref, a, *reason)
+			if err != nil {
+				return 1, err
+			}
+			if !pending {
+				fmt.Fprintf(out, "adjustment %s was already approved and applied; nothing changed\n", *ref)
+				return 0, nil
+			}
+			fmt.Fprintf(out, "adjustment %s of %d SUN to %s is above %d SUN: pending until another operator runs \"admin approve -ref %s\"\n",
+				*ref, *amount, *account, above, *ref)
+			return 0, nil
+		}
 		res, err := l.Adjust(ctx, *account, *amount, *ref, a, *reason)
 		if err != nil {
 			return 1, err
@@ -192,6 +211,37 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 		}
 		fmt.Fprintf(out, "credited %d SUN to %s; balance %d SUN\n", *amount, *account, res.BalanceSun)
 		return 0, nil
+
+	case "approve":
+		if err := need("ref"); err != nil {
+			return 2, err
+		}
+		a, err := operator()
+		if err != nil {
+			return 2, err
+		}
+		acc, amt, res, err := l.ApproveAdjustment(ctx, *ref, a)
+		if err != nil {
+			return 1, err
+		}
+		if !res.Applied {
+			fmt.Fprintf(out, "adjustment %s was already approved; nothing changed\n", *ref)
+			return 0, nil
+		}
+		fmt.Fprintf(out, "approved %s: credited %d SUN to %s; balance %d SUN\n", *ref, amt, acc, res.BalanceSun)
+		return 0, nil
+
+	case "pending":
+		ps, err := l.PendingAdjustments(ctx)
+		if err != nil {
+			return 1, err
+		}
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "REF\tACCOUNT\tAMOUNT_SUN\tREQUESTED_BY\tREQUESTED_AT\tREASON")
+		for _, p := range ps {
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", p.Ref, p.AccountID, p.AmountSun, p.RequestedBy, p.RequestedAt.Format("2006-01-02T15:04:05Z07:00"), p.Reason)
+		}
+		return 0, w.Flush()
 
 	case ledgerstore.OpSuspend, ledgerstore.OpUnsuspend, ledgerstore.OpClose:
 		if err := need("account"); err != nil {

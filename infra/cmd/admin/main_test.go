@@ -9,6 +9,7 @@ import (
 
 	"rental/infra/accounts"
 	"rental/infra/deposits"
+	"rental/infra/ledgerstore"
 	"rental/infra/marketstore"
 	"rental/infra/testenv"
 	"rental/infra/tron"
@@ -23,6 +24,7 @@ func TestAdminCommands(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.Postgres(t)
 	t.Setenv("DATABASE_URL", db.URL)
+	t.Setenv("ADMIN_OPERATOR", "alice")
 	t.Setenv("NETWORK", "nile")
 	t.Setenv("DEPOSIT_HD_KEY", deposits.DevSeedHex)
 	t.Setenv("USDT_RATE_SUN", "3000000")
@@ -43,11 +45,12 @@ func TestAdminCommands(t *testing.T) {
 		}
 		return out.String()
 	}
-	who := []string{"-actor", "alice", "-reason", "ticket 42"}
+	who := []string{"-reason", "ticket 42"}
 
-	// Refusals: no actor, no reason.
-	admin(2, "adjust", "-account", acc.ID, "-amount-sun", "5000000", "-ref", "T-1", "-reason", "x")
-	admin(2, "suspend", "-account", acc.ID, "-actor", "alice")
+	// Refusals: no reason; an actor typed as a flag (the operator comes from the environment).
+	admin(2, "adjust", "-account", acc.ID, "-amount-sun", "5000000", "-ref", "T-1")
+	admin(2, "adjust", "-account", acc.ID, "-amount-sun", "5000000", "-ref", "T-1", "-reason", "x", "-actor", "mallory")
+	admin(2, "suspend", "-account", acc.ID)
 
 	out := admin(0, append([]string{"adjust", "-account", acc.ID, "-amount-sun", "5000000", "-ref", "T-1"}, who...)...)
 	if !strings.Contains(out, "balance 5000000") {
@@ -137,6 +140,7 @@ func TestAdminMarketProvider(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.Postgres(t)
 	t.Setenv("DATABASE_URL", db.URL)
+	t.Setenv("ADMIN_OPERATOR", "alice")
 	t.Setenv("NETWORK", "nile")
 	admin := func(wantCode int, args ...string) string {
 		t.Helper()
@@ -147,8 +151,8 @@ func TestAdminMarketProvider(t *testing.T) {
 		}
 		return out.String()
 	}
-	who := []string{"-actor", "alice", "-reason", "listing"}
-	admin(2, "-slug", "simcheap", "-name", "Sim Cheap")                            // no actor, no reason
+	who := []string{"-reason", "listing"}
+	admin(2, "-slug", "simcheap", "-name", "Sim Cheap")                            // no reason
 	admin(2, append([]string{"-slug", "simcheap", "-kinds", "api,tv"}, who...)...) // unknown kind
 	admin(0, append([]string{"-slug", "simcheap", "-name", "Sim Cheap", "-kinds", "api,bot", "-link", "site=https://cheap.example", "-link", "telegram=https://t.me/cheap"}, who...)...)
 	admin(0, append([]string{"-slug", "simcheap", "-link", "telegram=", "-enabled", "false"}, who...)...)
@@ -164,4 +168,74 @@ func TestAdminMarketProvider(t *testing.T) {
 	}
 	admin(0, append([]string{"-slug", "simcheap", "-delete"}, who...)...)
 	admin(1, append([]string{"-slug", "simcheap", "-delete"}, who...)...)
+}
+
+// Two-person approval (docs/operations.md "Adjustments and two-person approval"): an
+// adjustment above ADMIN_APPROVAL_ABOVE_SUN credits nothing until another operator, named
+// by the environment, approves it; the requester cannot approve it; the audit rows carry
+// both identities.
+func TestAdminAdjustAboveThresholdNeedsASecondOperator(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	t.Setenv("DATABASE_URL", db.URL)
+	t.Setenv("NETWORK", "nile")
+	t.Setenv("DEPOSIT_HD_KEY", deposits.DevSeedHex)
+	t.Setenv("ADMIN_APPROVAL_ABOVE_SUN", "100000000") // 100 TRX
+	store, _ := accounts.New(db.Pool, accounts.Options{})
+	owner, _ := tron.GenerateKey()
+	acc, _, err := store.CreateOrGetByOwner(ctx, network.Nile, owner.Address(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := func(as string, wantCode int, args ...string) string {
+		t.Helper()
+		t.Setenv("ADMIN_OPERATOR", as)
+		var out bytes.Buffer
+		code, err := run(ctx, args, &out)
+		if code != wantCode {
+			t.Fatalf("%s: admin %s: exit %d (%v), want %d; output:\n%s", as, strings.Join(args, " "), code, err, wantCode, out.String())
+		}
+		return out.String()
+	}
+	balance := func() int64 {
+		var b int64
+		_ = db.Pool.QueryRow(ctx, `SELECT coalesce((SELECT balance_sun FROM ledger_accounts WHERE account_id = $1), 0)`, acc.ID).Scan(&b)
+		return b
+	}
+	// At the threshold one operator suffices.
+	admin("alice", 0, "adjust", "-account", acc.ID, "-amount-sun", "100000000", "-ref", "T-small", "-reason", "refund")
+	if b := balance(); b != 100_000_000 {
+		t.Fatalf("balance %d after a small adjustment", b)
+	}
+	// Above it: pending, nothing credited; the requester cannot approve it.
+	out := admin("alice", 0, "adjust", "-account", acc.ID, "-amount-sun", "1000000000000000", "-ref", "T-big", "-reason", "migration")
+	if !strings.Contains(out, "pending") || balance() != 100_000_000 {
+		t.Fatalf("large adjustment: %s, balance %d", out, balance())
+	}
+	if out := admin("bob", 0, "pending"); !strings.Contains(out, "T-big") || !strings.Contains(out, "support:alice") {
+		t.Fatalf("pending: %s", out)
+	}
+	admin("alice", 1, "approve", "-ref", "T-big")
+	admin("bob", 1, "approve", "-ref", "T-unknown")
+	if balance() != 100_000_000 {
+		t.Fatal("a refused approval credited")
+	}
+	out = admin("bob", 0, "approve", "-ref", "T-big")
+	if !strings.Contains(out, "credited 1000000000000000") || balance() != 100_000_000+1_000_000_000_000_000 {
+		t.Fatalf("approve: %s, balance %d", out, balance())
+	}
+	if out := admin("carol", 0, "approve", "-ref", "T-big"); !strings.Contains(out, "already approved") {
+		t.Fatalf("second approval: %s", out)
+	}
+	var actor, requested, approved string
+	if err := db.Pool.QueryRow(ctx, `SELECT actor, details->>'requested_by', details->>'approved_by' FROM audit_log
+		WHERE action = 'ledger.adjustment' AND details->>'ref' = 'T-big'`).Scan(&actor, &requested, &approved); err != nil {
+		t.Fatal(err)
+	}
+	if actor != "support:bob" || requested != "support:alice" || approved != "support:bob" {
+		t.Fatalf("audit: actor %s, requested_by %s, approved_by %s", actor, requested, approved)
+	}
+	if v, err := ledgerstore.CheckPool(ctx, db.Pool, ledgerstore.CheckOptions{}); err != nil || len(v) > 0 {
+		t.Fatalf("invariants: %v %v", v, err)
+	}
 }

@@ -10,15 +10,14 @@ import (
 	"text/tabwriter"
 
 	"rental/infra/config"
-	"rental/infra/ledgerstore"
 	"rental/infra/marketstore"
 	"rental/infra/pg"
 	"rental/schemas/market"
 )
 
 const marketUsage = `admin market-provider -list
-admin market-provider -slug S [-name N] [-kinds api,bot,pool,market,web] [-link name=url ...] [-enabled=true|false] -actor A -reason R
-admin market-provider -slug S -delete -actor A -reason R
+admin market-provider -slug S [-name N] [-kinds api,bot,pool,market,web] [-link name=url ...] [-enabled=true|false] -reason R
+admin market-provider -slug S -delete -reason R
 links: site, telegram, twitter, github, docs, referral, logo (name= clears one)`
 
 // linkFlags collects repeated -link name=url flags.
@@ -41,7 +40,6 @@ func marketProvider(ctx context.Context, args []string, out io.Writer) (int, err
 	kinds := fs.String("kinds", "", "comma-separated kinds (api, bot, pool, market, web); \"none\" clears")
 	enabled := fs.String("enabled", "", "true lists the provider on the board, false hides it")
 	del := fs.Bool("delete", false, "delete the provider's metadata")
-	actor := fs.String("actor", "", "who acts")
 	reason := fs.String("reason", "", "why")
 	var links linkFlags
 	fs.Var(&links, "link", "name=url, repeatable")
@@ -85,7 +83,7 @@ func marketProvider(ctx context.Context, args []string, out io.Writer) (int, err
 	if *reason == "" {
 		return 2, errors.New("market-provider: -reason is required")
 	}
-	who, err := ledgerstore.Actor(*actor)
+	who, err := operator()
 	if err != nil {
 		return 2, err
 	}

@@ -47,6 +47,7 @@ func newOpsEnv(t *testing.T) *opsEnv {
 	ctx := context.Background()
 	db := testenv.Postgres(t)
 	t.Setenv("DATABASE_URL", db.URL)
+	t.Setenv("ADMIN_OPERATOR", "alice")
 	t.Setenv("NETWORK", "nile")
 	t.Setenv("DEPOSIT_HD_KEY", deposits.DevSeedHex)
 	t.Setenv("API_KEY_MASTER_KEY", hex.EncodeToString(oldMaster))
@@ -108,7 +109,7 @@ func (e *opsEnv) audit(action string) []accounts.AuditEntry {
 func TestAccountAndOrderLookup(t *testing.T) {
 	e := newOpsEnv(t)
 	ctx := context.Background()
-	e.admin(0, "rotate-address", "-account", e.acc, "-actor", "alice", "-reason", "issue one")
+	e.admin(0, "rotate-address", "-account", e.acc, "-reason", "issue one")
 	out := e.admin(0, "account", "-account", e.acc)
 	var view struct {
 		Account  struct{ ID, Status string }
@@ -165,14 +166,14 @@ func TestAccountAndOrderLookup(t *testing.T) {
 // as active, and a second revoke changes nothing.
 func TestRevokeKeyAsSupport(t *testing.T) {
 	e := newOpsEnv(t)
-	e.admin(2, "revoke-key", "-key", e.key.ID, "-actor", "alice") // no reason
-	if out := e.admin(0, "revoke-key", "-key", e.key.ID, "-actor", "alice", "-reason", "leaked in a ticket"); !strings.Contains(out, "revoked") {
+	e.admin(2, "revoke-key", "-key", e.key.ID) // no reason
+	if out := e.admin(0, "revoke-key", "-key", e.key.ID, "-reason", "leaked in a ticket"); !strings.Contains(out, "revoked") {
 		t.Errorf("revoke: %s", out)
 	}
-	if out := e.admin(0, "revoke-key", "-key", e.key.ID, "-actor", "alice", "-reason", "again"); !strings.Contains(out, "already revoked") {
+	if out := e.admin(0, "revoke-key", "-key", e.key.ID, "-reason", "again"); !strings.Contains(out, "already revoked") {
 		t.Errorf("second revoke: %s", out)
 	}
-	e.admin(1, "revoke-key", "-key", "ak_missing", "-actor", "alice", "-reason", "x")
+	e.admin(1, "revoke-key", "-key", "ak_missing", "-reason", "x")
 	store, _ := accounts.New(e.db.Pool, accounts.Options{MasterKey: oldMaster})
 	k, err := store.KeyForAuth(context.Background(), e.key.ID)
 	if err != nil || k.RevokedAt == nil {
@@ -193,7 +194,7 @@ func TestRotateMasterKey(t *testing.T) {
 	t.Setenv("API_KEY_MASTER_KEY", hex.EncodeToString(newMaster))
 	wrong := filepath.Join(t.TempDir(), "wrong")
 	_ = os.WriteFile(wrong, []byte(hex.EncodeToString(bytes.Repeat([]byte{3}, 32))), 0o600)
-	who := []string{"-actor", "alice", "-reason", "yearly rotation"}
+	who := []string{"-reason", "yearly rotation"}
 	e.admin(2, append([]string{"rotate-master-key"}, who...)...) // no old key given
 	if out := e.admin(1, append([]string{"rotate-master-key", "-old-key-file", wrong}, who...)...); strings.Contains(out, "re-encrypted") {
 		t.Errorf("a wrong old key rotated: %s", out)
@@ -268,12 +269,12 @@ func TestReplayWebhookDeadLetters(t *testing.T) {
 	if out := e.admin(0, "replay-webhooks", "-dry-run"); strings.Count(out, "would replay") != 3 || len(queued()) != 0 {
 		t.Errorf("dry run: %s (queue %v)", out, queued())
 	}
-	e.admin(2, "replay-webhooks", "-actor", "alice") // no reason
-	out := e.admin(0, "replay-webhooks", "-event", ids[1], "-actor", "alice", "-reason", "endpoint fixed")
+	e.admin(2, "replay-webhooks") // no reason
+	out := e.admin(0, "replay-webhooks", "-event", ids[1], "-reason", "endpoint fixed")
 	if got := queued(); len(got) != 1 || got[0] != ids[1] || !strings.Contains(out, "1 replayed") {
 		t.Fatalf("replay of one event: %s (queue %v)", out, got)
 	}
-	out = e.admin(0, "replay-webhooks", "-account", e.acc, "-actor", "alice", "-reason", "endpoint fixed")
+	out = e.admin(0, "replay-webhooks", "-account", e.acc, "-reason", "endpoint fixed")
 	if got := queued(); len(got) != 3 || !strings.Contains(out, "2 replayed, 1 replayed before") {
 		t.Fatalf("replay of the account: %s (queue %v)", out, got)
 	}
@@ -281,7 +282,7 @@ func TestReplayWebhookDeadLetters(t *testing.T) {
 	if _, err := e.db.Pool.Exec(ctx, `DELETE FROM webhook_queue`); err != nil {
 		t.Fatal(err)
 	}
-	if out := e.admin(0, "replay-webhooks", "-actor", "alice", "-reason", "again"); !strings.Contains(out, "0 replayed, 3 replayed before") || len(queued()) != 0 {
+	if out := e.admin(0, "replay-webhooks", "-reason", "again"); !strings.Contains(out, "0 replayed, 3 replayed before") || len(queued()) != 0 {
 		t.Errorf("second replay: %s (queue %v)", out, queued())
 	}
 	if rows := e.audit("webhook.replay"); len(rows) != 3 || rows[0].Actor != "support:alice" || rows[0].Details["reason"] != "endpoint fixed" {

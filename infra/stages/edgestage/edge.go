@@ -71,6 +71,8 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		KeyPrefix:  redisPrefix,
 		PerIP:      redis_rate.Limit{Rate: cfg.Signup.ChallengesPerMinuteIP, Burst: min(cfg.Signup.ChallengesPerMinuteIP, 10), Period: time.Minute},
 		PerAddress: redis_rate.Limit{Rate: cfg.Signup.ChallengesPerMinuteAddress, Burst: cfg.Signup.ChallengesPerMinuteAddress, Period: time.Minute},
+		AddressCeiling: redis_rate.Limit{Rate: cfg.Signup.ChallengesPerMinuteCeiling, Burst: max(cfg.Signup.ChallengesPerMinuteCeiling/2, 1),
+			Period: time.Minute},
 	})
 	deriver, err := deposits.NewPublicDeriver(cfg.Deposit.XPub)
 	if err != nil {
@@ -152,7 +154,8 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		return nil, err
 	}
 
-	webhooksAPI, err := webhooksModule(cfg, pool, idem)
+	budgets := ratelimit.New(rdb, redisPrefix)
+	webhooksAPI, err := webhooksModule(cfg, pool, idem, budgets)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +192,8 @@ func Edge(cfg config.Config, pool *pgxpool.Pool, rdb *redis.Client, log *slog.Lo
 		Sessions:       sessionAPI.Authenticator(),
 		Modules:        append([]edge.Module{signupAPI, sessionAPI, patchAPI, pricingAPI, webhooksAPI, ordersAPI, transactionsAPI, batchesAPI, subscriptionsAPI, ledgerAPI.Balance, ledgerAPI.Deposits}, chainAPIs...),
 		TrustedProxies: cfg.Auth.TrustedProxies,
-		Limiter:        ratelimit.New(rdb, redisPrefix),
+		IPv6SourceBits: cfg.Auth.IPv6SourceBits,
+		Limiter:        budgets,
 		RateLimits:     limits,
 		Accounts:       store,
 		Idempotency:    idem,

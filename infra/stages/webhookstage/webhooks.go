@@ -18,7 +18,7 @@ import (
 
 // WebhookPolicy is the URL and dial policy of webhook targets from configuration.
 func WebhookPolicy(cfg config.Config) webhooks.Policy {
-	return webhooks.Policy{AllowLoopback: cfg.Webhook.AllowLoopback}
+	return webhooks.Policy{AllowLoopback: cfg.Webhook.AllowLoopback, Ports: cfg.Webhook.Ports}
 }
 
 // WebhookStore is the webhook endpoint store; the master key encrypts secrets at rest.

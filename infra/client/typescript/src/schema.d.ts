@@ -1666,6 +1666,35 @@ export interface components {
         /** @description No details are defined for this code; ignore any keys present. */
         Details1014: Record<string, never>;
         /**
+         * @description 1015 key_exceeds_caller (HTTP 403): A key cannot create or widen a key beyond its own expiry or IP allowlist.
+         * @example {
+         *       "error": {
+         *         "code": 1015,
+         *         "field": null,
+         *         "message": "A key cannot create or widen a key beyond its own expiry or IP allowlist.",
+         *         "retryable": false,
+         *         "slug": "key_exceeds_caller"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
+        Error1015: {
+            error: {
+                /** @constant */
+                code: 1015;
+                /** @constant */
+                slug: "key_exceeds_caller";
+                message: components["schemas"]["ErrorMessage"];
+                field: components["schemas"]["ErrorField"];
+                /** @constant */
+                retryable: false;
+                details?: components["schemas"]["Details1015"];
+            };
+            request_id: components["schemas"]["RequestId"];
+        };
+        /** @description No details are defined for this code; ignore any keys present. */
+        Details1015: Record<string, never>;
+        /**
          * @description 1100 rate_limited (HTTP 429): Per-key or per-IP budget exceeded.
          * @example {
          *       "error": {
@@ -2702,6 +2731,35 @@ export interface components {
         };
         /** @description No details are defined for this code; ignore any keys present. */
         Details3022: Record<string, never>;
+        /**
+         * @description 3023 quote_used (HTTP 409): Quote already used by an order; a quote prices one order.
+         * @example {
+         *       "error": {
+         *         "code": 3023,
+         *         "field": null,
+         *         "message": "Quote already used by an order; a quote prices one order.",
+         *         "retryable": false,
+         *         "slug": "quote_used"
+         *       },
+         *       "request_id": "req_0123456789abcdef01234567"
+         *     }
+         */
+        Error3023: {
+            error: {
+                /** @constant */
+                code: 3023;
+                /** @constant */
+                slug: "quote_used";
+                message: components["schemas"]["ErrorMessage"];
+                field: components["schemas"]["ErrorField"];
+                /** @constant */
+                retryable: false;
+                details?: components["schemas"]["Details3023"];
+            };
+            request_id: components["schemas"]["RequestId"];
+        };
+        /** @description No details are defined for this code; ignore any keys present. */
+        Details3023: Record<string, never>;
         /**
          * @description 4001 insufficient_funds (HTTP 402): Available balance below order total plus activation.
          * @example {
@@ -5447,6 +5505,7 @@ export interface components {
          *     - 1005 insufficient_scope: Key lacks the needed scope.
          *     - 1008 account_suspended: Account frozen; reads only, no orders.
          *     - 1014 csrf_token_invalid: Cookie-authenticated write lacks a valid X-CSRF-Token.
+         *     - 1015 key_exceeds_caller: A key cannot create or widen a key beyond its own expiry or IP allowlist.
          */
         createApiKey403: {
             headers: {
@@ -5458,7 +5517,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error1005"] | components["schemas"]["Error1008"] | components["schemas"]["Error1014"];
+                "application/json": components["schemas"]["Error1005"] | components["schemas"]["Error1008"] | components["schemas"]["Error1014"] | components["schemas"]["Error1015"];
             };
         };
         /**
@@ -5935,6 +5994,7 @@ export interface components {
          *     - 3006 price_above_limit: Live total above max_price_sun; nothing charged. Retryable.
          *     - 3010 idempotency_conflict: Same key with a different body.
          *     - 3015 request_in_progress: Same idempotency key still running.
+         *     - 3023 quote_used: Quote already used by an order; a quote prices one order.
          *     - 4004 ledger_conflict: Two concurrent debits collided; nothing charged. Retryable.
          */
         createOrder409: {
@@ -5947,7 +6007,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error3005"] | components["schemas"]["Error3006"] | components["schemas"]["Error3010"] | components["schemas"]["Error3015"] | components["schemas"]["Error4004"];
+                "application/json": components["schemas"]["Error3005"] | components["schemas"]["Error3006"] | components["schemas"]["Error3010"] | components["schemas"]["Error3015"] | components["schemas"]["Error3023"] | components["schemas"]["Error4004"];
             };
         };
         /**
@@ -11540,6 +11600,7 @@ export interface components {
          *     - 1005 insufficient_scope: Key lacks the needed scope.
          *     - 1008 account_suspended: Account frozen; reads only, no orders.
          *     - 1014 csrf_token_invalid: Cookie-authenticated write lacks a valid X-CSRF-Token.
+         *     - 1015 key_exceeds_caller: A key cannot create or widen a key beyond its own expiry or IP allowlist.
          */
         updateApiKey403: {
             headers: {
@@ -11551,7 +11612,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error1005"] | components["schemas"]["Error1008"] | components["schemas"]["Error1014"];
+                "application/json": components["schemas"]["Error1005"] | components["schemas"]["Error1008"] | components["schemas"]["Error1014"] | components["schemas"]["Error1015"];
             };
         };
         /**
