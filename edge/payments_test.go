@@ -24,7 +24,7 @@ func TestPaymentLookUp(t *testing.T) {
 	txid := strings.Repeat("ab", 32)
 	if _, err := db.Pool.Exec(context.Background(), `INSERT INTO payments (txid, network, address, row_key, sender, receiver, memo,
 		amount_sun, block_num, block_id, block_time, tx_expires, status, refund_sun, reason, refund_txid)
-		VALUES ($1, 'nile', 'TPay', 'energy_1h', 'TSender', 'TSender', NULL, 500000, 7, 'b7', '2026-11-28T10:00:00Z',
+		VALUES ($1, 'nile', 'TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf', 'energy_1h', 'TWsm8HtU2A5eEzoT8ev8yaoFjHsXLLrckb', 'TWsm8HtU2A5eEzoT8ev8yaoFjHsXLLrckb', NULL, 500000, 7, 'b7', '2026-11-28T10:00:00Z',
 		'2026-11-28T10:01:00Z', 'refunding', 500000, 'below_minimum', $2)`, txid, strings.Repeat("cd", 32)); err != nil {
 		t.Fatal(err)
 	}
