@@ -409,3 +409,25 @@ func TestRefundOnAChainBehindTheClock(t *testing.T) {
 		return err == nil && p.Status == paying.StoredRefunded
 	})
 }
+
+// A refund the node accepts and then loses (the simulator's drop_tx, a node restarted with
+// an empty pending pool) is sent again, the same bytes, until it lands: the sender is paid,
+// once.
+func TestALostRefundIsSentAgain(t *testing.T) {
+	e := newEnv(t)
+	w := e.wallet(10 * tron.SunPerTRX)
+	tx := e.send(w, e.addrs["energy_1h"], 500_000, "") // below the row's minimum: refunded
+	// The transfer is in the node's pending pool; the next broadcast is the refund's.
+	if _, err := e.chain.Sim.InjectFault(tronsim.FaultDropTx, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	e.until("the refund landed", func() bool {
+		p, err := e.store.Get(context.Background(), tx.TxID)
+		return err == nil && p.Status == paying.StoredRefunded
+	})
+	var refunds int
+	if err := e.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM ledger_postings WHERE kind = 'payment_refund' AND ref = 'payment_refund:' || $1`,
+		tx.TxID).Scan(&refunds); err != nil || refunds != 1 {
+		t.Fatalf("%d refund postings (%v), want 1", refunds, err)
+	}
+}

@@ -52,11 +52,11 @@ func (p *Processor) refundAll(ctx context.Context) error {
 	var errs []error
 	for _, r := range pending {
 		info, err := p.o.Node.GetTransactionInfoByID(ctx, r.RefundTxID)
-		if err != nil {
+		if err != nil && !errors.Is(err, tron.ErrNotFound) {
 			errs = append(errs, err)
 			continue
 		}
-		if info.ID != "" {
+		if err == nil && info.ID != "" {
 			delete(p.sent, r.RefundTxID)
 			if err := p.o.Store.RefundLanded(ctx, r.TxID, r.RefundTxID); err != nil {
 				errs = append(errs, err)
@@ -84,8 +84,12 @@ func (p *Processor) refundAll(ctx context.Context) error {
 
 func (p *Processor) replaceRefund(ctx context.Context, r paystore.Pending) error {
 	// The node must not hold the old one: ask once more by id before signing anew.
-	if tx, err := p.o.Node.GetTransactionByID(ctx, r.RefundTxID); err != nil || (tx != nil && tx.TxID != "") {
+	tx, err := p.o.Node.GetTransactionByID(ctx, r.RefundTxID)
+	if err != nil && !errors.Is(err, tron.ErrNotFound) {
 		return err
+	}
+	if err == nil && tx != nil && tx.TxID != "" {
+		return nil // in a block after all: the next pass sees it landed
 	}
 	s, err := p.signRefund(ctx, r.Address, r.Sender, r.RefundSun)
 	if err != nil {
