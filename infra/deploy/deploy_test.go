@@ -135,7 +135,7 @@ func render(fs filesys.FileSystem, dir string) (map[string]any, error) {
 }
 
 // stageBinaries are the stages a Deployment runs, one per binary of `make build`.
-var stageBinaries = []string{"edge", "relay", "chainwatch", "pricer", "marketwatch", "orderflow", "batches", "subscriptions", "crediting", "webhooks"}
+var stageBinaries = []string{"edge", "relay", "chainwatch", "pricer", "marketwatch", "orderflow", "batches", "subscriptions", "crediting", "webhooks", "payments"}
 
 func TestManifestsRenderAndDecodeStrictly(t *testing.T) {
 	objs, err := render(filesys.MakeFsOnDisk(), "base")
@@ -195,7 +195,8 @@ func TestManifestsRenderAndDecodeStrictly(t *testing.T) {
 // more. Redis and Kafka follow the stages' own readiness table (stages.StageNeeds, checked
 // below); the keys follow the stage code: the signer keys only in the order processor
 // (SIGNER_KEYS), the private deposit root and the sweep signer only in crediting, where the
-// sweeper runs (DEPOSIT_HD_KEY, SWEEP_SIGNER_KEY), the master key in the edge (API key
+// sweeper runs (DEPOSIT_HD_KEY, SWEEP_SIGNER_KEY), the private root also in payments (the
+// payment addresses' refunds), the master key in the edge (API key
 // secrets) and the webhooks stage (endpoint secrets). The edge derives deposit addresses
 // from DEPOSIT_XPUB in the ConfigMap.
 var secretUse = map[string][]string{
@@ -209,6 +210,7 @@ var secretUse = map[string][]string{
 	"Deployment/subscriptions": {"rental-db", "rental-redis"},
 	"Deployment/crediting":     {"rental-db", "rental-kafka", "rental-sweeper-secrets"},
 	"Deployment/webhooks":      {"rental-db", "rental-kafka", "rental-master-key"},
+	"Deployment/payments":      {"rental-db", "rental-redis", "rental-payments-secrets"},
 	"Job/rental-migrate":       {"rental-db"},
 }
 
@@ -275,7 +277,7 @@ func TestEachStageHoldsOnlyItsOwnSecrets(t *testing.T) {
 			t.Errorf("%s: Redis/Kafka Secrets %v disagree with its needs %+v", stage, use, n)
 		}
 	}
-	for k, holders := range map[string][]string{"SIGNER_KEYS": {"rental-orderflow-signers"}, "DEPOSIT_HD_KEY": {"rental-sweeper-secrets"},
+	for k, holders := range map[string][]string{"SIGNER_KEYS": {"rental-orderflow-signers"}, "DEPOSIT_HD_KEY": {"rental-sweeper-secrets", "rental-payments-secrets"},
 		"SWEEP_SIGNER_KEY": {"rental-sweeper-secrets"}, "API_KEY_MASTER_KEY": {"rental-master-key"}} {
 		for name, obj := range objs {
 			sec, ok := obj.(*corev1.Secret)

@@ -37,6 +37,7 @@ var StageNeeds = map[string]Needs{
 	"crediting":     {Kafka: true, Node: true},
 	"webhooks":      {Kafka: true},
 	"pricer":        {Redis: true, Kafka: true, Node: true},
+	"payments":      {Redis: true, Node: true},
 }
 
 // NewLogger is the logger of a stage binary: JSON lines on w unless format is "text", at
