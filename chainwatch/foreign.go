@@ -37,6 +37,13 @@ func newForeignWatch(pools []tron.Address, reg prometheus.Registerer) *foreignWa
 		Name: "rental_chainwatch_pool_foreign_use_total",
 		Help: "Transactions sent from an own stake pool that the service did not sign, by pool and contract type.",
 	}, []string{"pool", "contract"}))
+	// The contracts a leaked signer key can send start at 0 for every pool, so the first
+	// one is an increase (RentalPoolForeignUse); any other type's series appears at its first count.
+	for p := range w.pools {
+		for _, c := range []string{tron.DelegateResourceContractType.String(), tron.UnDelegateResourceContractType.String()} {
+			w.counter.WithLabelValues(p.String(), c)
+		}
+	}
 	return w
 }
 

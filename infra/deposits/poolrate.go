@@ -253,7 +253,7 @@ func NewRateMetrics(reg prometheus.Registerer) *RateMetrics {
 		rate: metrics.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "rental_usdt_rate_sun",
 			Help: "SUN per 1 USDT before the spread of the last rate read (0 while there is none)."}, []string{"source"})),
 		age: metrics.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "rental_usdt_rate_age_seconds",
-			Help: "Seconds between the block the last rate was read at and the read."}, []string{"source"})),
+			Help: "Seconds between the block the last rate was read at and the read (0 before the first rate)."}, []string{"source"})),
 		gap: metrics.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "rental_usdt_rate_spot_gap_bps",
 			Help: "Basis points between the pool's spot price and its time-weighted mean at the last read."}, []string{"source"})),
 		unavailable: metrics.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "rental_usdt_rate_unavailable",
@@ -277,6 +277,7 @@ func (m *RateMetrics) observe(src string, now time.Time, r Rate, judged ledger.P
 		m.unavailable.WithLabelValues(src, rs).Set(v)
 	}
 	if reason != "" {
+		m.age.WithLabelValues(src) // exported (0) before the first rate; keeps the last rate's age after it
 		m.rate.WithLabelValues(src).Set(0)
 		m.reads.WithLabelValues(src, reason).Inc()
 		return

@@ -243,6 +243,11 @@ func New(o Options) (*Flow, error) {
 	f.relayed = metrics.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "orderflow_relayed_transactions_total", Help: "Relayed transactions (POST /v1/transactions) moved to a new status, by status (relay.go).",
 	}, []string{"status"}))
+	for _, st := range orders.TxStatuses {
+		if st != orders.TxWaiting { // a relayed transaction starts waiting and moves to the others
+			f.relayed.WithLabelValues(string(st))
+		}
+	}
 	return f, nil
 }
 

@@ -151,6 +151,9 @@ func New(o Options) (*Processor, error) {
 		forks: metrics.Register(r, prometheus.NewCounter(prometheus.CounterOpts{Name: "rental_payments_forks_total",
 			Help: "Forks the payment follower rewound."})),
 	}
+	for _, outcome := range []string{"order", "refund", "kept", "held", "fork_reclaimed"} {
+		m.outcomes.WithLabelValues(outcome) // every outcome exported from 0, so its first count is an increase
+	}
 	return &Processor{o: o, log: o.Logger.With("stage", "payments"), m: m, wake: make(chan struct{}, 1), sent: map[string]time.Time{}}, nil
 }
 
