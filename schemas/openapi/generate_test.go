@@ -174,7 +174,7 @@ var errorDetails = map[int]detailsOf{
 		"max_total_energy: {type: integer, format: int64, minimum: 0, maximum: 9223372036854775807}",
 		"total_energy: {type: integer, format: int64, minimum: 0, maximum: 9223372036854775807}",
 		"limit: {type: string, maxLength: 64}"}},
-	2010: {"Why the URL was refused.", []string{"reason: {type: string, enum: [too_long, malformed, scheme, credentials, private_target, non_canonical_ip]}"}},
+	2010: {"Why the URL was refused.", []string{"reason: {type: string, enum: [too_long, malformed, scheme, credentials, port, private_target, non_canonical_ip]}", "allowed_ports: {type: array, items: {type: integer, format: int32, minimum: 1, maximum: 65535}, maxItems: 64}"}},
 	3008: {"Who filled the order.", []string{"filled_by: {type: string, maxLength: 64}"}},
 	3010: {"The object the key first created.", []string{"original_id: {type: string, maxLength: 64}"}},
 	3011: {"The existing subscription.", []string{"subscription_id: {type: string, maxLength: 64}"}},

@@ -2136,7 +2136,8 @@ export interface components {
         /** @description Why the URL was refused. */
         Details2010: {
             /** @enum {string} */
-            reason?: "too_long" | "malformed" | "scheme" | "credentials" | "private_target" | "non_canonical_ip";
+            reason?: "too_long" | "malformed" | "scheme" | "credentials" | "port" | "private_target" | "non_canonical_ip";
+            allowed_ports?: number[];
         };
         /**
          * @description 2011 unsupported_contract (HTTP 422): Contract in a transfer estimate is not a supported TRC-20 token.
