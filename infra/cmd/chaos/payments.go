@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -131,6 +132,9 @@ func (e *env) checkPayments(ctx context.Context, f *findings, pl *payLoad) error
 	served, refunded := 0, 0
 	for txid, small := range pl.txs {
 		info, err := node.GetTransactionInfoByID(ctx, txid)
+		if errors.Is(err, tron.ErrNotFound) {
+			info, err = &tron.TransactionInfo{}, nil // never in a block (a lost broadcast that expired)
+		}
 		if err != nil {
 			return err
 		}
