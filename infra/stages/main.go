@@ -57,11 +57,9 @@ func Main(name string, build func(p *Process) (Runner, error)) {
 // default (the larger of 4 and the CPUs), unless DATABASE_URL sets pool_max_conns. The
 // order processor's steps serialise on the stake pools' row locks during allocation, so
 // its pace stops growing with connections early, while every extra connection takes CPU
-// from order creation on a shared machine. On the 2-core bench machine (make bench,
-// orders_create), once a step read the order, its journal and fills in one round trip:
-// 2 connections advanced 52 orders/s with creation at 0.91x TPC-B; 4 advanced 77/s with
-// creation at 0.84x; 8 advanced about 80/s with creation at 0.6x. A replica on a machine
-// of its own wants more: set pool_max_conns.
+// from order creation on a shared machine: 4 is where the processor's pace stops growing
+// on the 2-core bench machine (docs/orders.md has the measurements). A replica on a
+// machine of its own wants more: set pool_max_conns.
 var PoolConns = map[string]int32{"orderflow": 4}
 
 func run(log *slog.Logger, name string, build func(p *Process) (Runner, error)) error {

@@ -253,7 +253,7 @@ func (f *Flow) balanceFor(units, limit, weight int64) (int64, error) {
 // writes and COMMIT). The pools' locks are handed over once per group, not once per order.
 // An order the group cannot allocate whole from the pools (a shortfall for the providers
 // or the deep reserve, bandwidth, an activation, another network) is left as it is, and
-// its own step allocates it as before.
+// its own step allocates it alone.
 
 // maxAllocGroup bounds the orders of one group transaction.
 const maxAllocGroup = 64

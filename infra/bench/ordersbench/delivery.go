@@ -8,7 +8,7 @@ package main
 //  1. Capacity, in two parts. A search brackets it: an open loop at
 //     ORDERS_BENCH_DELIVERY_RATE orders/s (default 50) for ORDERS_BENCH_DURATION, doubled
 //     while delivery keeps up (delegations broadcast at >= 90 % of the accepted rate; halved
-//     down to 3 orders/s while even the first rate is not kept up with), then
+//     down to minSearchRate while even the first rate is not kept up with), then
 //     bisected twice between the last rate kept up with and the first one that was not;
 //     its candidate is the most delegations broadcast per second over a step's last four
 //     fifths among the steps kept up with. A search step is shorter than the confirmation
@@ -518,73 +518,20 @@ func runDelivery(log *slog.Logger) (string, error) {
 			capacity, capacity/tps, st.refName(), tps)}
 	}
 
-	// Half capacity: per-order latencies, and the database work per order from acceptance
-	// to confirmation; every earlier order is confirmed first, so that the work counted is
-	// the phase's own.
-	p.drain(ctx, 3*time.Minute, say)
-	p.waitConfirmed(ctx, time.Time{}, time.Now(), time.Duration(depth+10)*st.blockInterval+60*time.Second)
-	p.vacuum(ctx, say)
-	half := capacity / 2
-	b0 := p.backlog(ctx)
-	p.procStats.reset()
-	p.nodeCalls.take()
-	db0 := p.dbStats(ctx)
-	t0 := time.Now()
-	res := gen.openLoop(ctx, half, st.duration)
-	t1 := time.Now()
-	b1 := p.backlog(ctx)
-	say("half capacity: %.0f orders/s offered, %d accepted, %d errors %s; backlog %d -> %d", half, res.ok, res.errors(), res.errorSummary(), b0, b1)
-	if err := res.check(st.maxErrorRate, "half capacity"); err != nil {
-		return "", err
-	}
-	p.waitConfirmed(ctx, t0, t1, time.Duration(depth+10)*st.blockInterval+30*time.Second)
-	bl, cf, err := p.latencies(ctx, t0, t1)
+	bl, cf, err := p.halfCapacity(ctx, st, gen, capacity/2, say)
 	if err != nil {
 		return "", err
-	}
-	if res.ok > 0 {
-		// Everything the database did from the first order of the phase to the last one's
-		// confirmation (all stages: acceptance, relay, chainwatch, processor).
-		db := p.dbStats(ctx).minus(db0)
-		o := float64(res.ok)
-		say("database during the half-capacity phase until its last confirmation (all stages): %.1f commits, %.1f rows inserted, %.1f updated per order",
-			float64(db.commits)/o, float64(db.inserted)/o, float64(db.updated)/o)
-		say("node calls during the half-capacity phase until its last confirmation (all stages), per order: %s", perOrder(p.nodeCalls.take(), res.ok))
-	}
-	if p.procStats != nil {
-		p.procStats.report("order processor", "order delivered", res.ok, say)
 	}
 	interval := float64(st.blockInterval.Milliseconds())
 	bp50, bp99, cp99 := pctOf(bl, 50), pctOf(bl, 99), pctOf(cf, 99)
 	say("half capacity, %d orders: accept→broadcast p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms; accept→confirmed p50 %.0f ms, p99 %.0f ms, max %.0f ms",
 		len(bl), bp50, pctOf(bl, 90), bp99, pctOf(bl, 100), pctOf(cf, 50), cp99, pctOf(cf, 100))
-	verdict := func(ok bool) string {
-		if ok {
-			return "met"
-		}
-		return "NOT met"
-	}
-	say("targets: capacity >= 0.25x %s: %s; accept→broadcast p99 < one block interval (%.0f ms): %s; accept→confirmed p99 <= (depth %d + 2) intervals (%.0f ms): %s",
-		st.refName(), verdict(capacity >= 0.25*tps), interval, verdict(bp99 < interval), depth, float64(depth+2)*interval, verdict(cp99 <= float64(depth+2)*interval))
+	sayTargets(st, capacity, tps, bp99, cp99, interval, depth, say)
 
-	// More replicas, each with a pool of its own.
 	if more > 0 && ctx.Err() == nil {
-		for range more {
-			if err := p.addStage("orderflow"); err != nil {
-				return "", err
-			}
-		}
-		time.Sleep(3 * time.Second) // the new consumers join the group
-		c2, held2, err := p.capacity(ctx, st, gen, max(startRate, capacity/2), say)
-		if err != nil {
+		if err := p.moreReplicas(ctx, st, gen, more, max(startRate, capacity/2), capacity, tps, say); err != nil {
 			return "", err
 		}
-		mark := ""
-		if !held2 {
-			mark = " (NOT HELD: the last hold's)"
-		}
-		say("sustained delivery capacity with %d processors: %.0f orders/s%s (%.3fx %s); with %d: %.0f orders/s",
-			p.processors, c2, mark, c2/tps, st.refName(), replicas, capacity)
 	}
 	if ctx.Err() != nil {
 		return "", ctx.Err()
@@ -599,4 +546,79 @@ func runDelivery(log *slog.Logger) (string, error) {
 	}
 	return fmt.Sprintf("bench orders_delivered: %.0f orders/s, ratio %.2f vs %s (%.0f tps); accept→broadcast p50 %.0f ms, p99 %.0f ms; accept→confirmed p99 %.0f ms at half capacity; block interval %.0f ms",
 		capacity, capacity/tps, st.refName(), tps, bp50, bp99, cp99, interval), nil
+}
+
+// halfCapacity offers half the capacity for one step and returns each order's accept ->
+// broadcast and accept -> confirmed (ms): per-order latencies, and the database work and
+// node calls per order from acceptance to confirmation; every earlier order is confirmed
+// first, so that the work counted is the phase's own.
+func (p *pipeline) halfCapacity(ctx context.Context, st settings, gen *generator, half float64, say func(string, ...any)) (broadcast, confirmed []float64, err error) {
+	p.drain(ctx, 3*time.Minute, say)
+	p.waitConfirmed(ctx, time.Time{}, time.Now(), time.Duration(p.cfg.Confirmations+10)*st.blockInterval+60*time.Second)
+	p.vacuum(ctx, say)
+	b0 := p.backlog(ctx)
+	p.procStats.reset()
+	p.nodeCalls.take()
+	db0 := p.dbStats(ctx)
+	t0 := time.Now()
+	res := gen.openLoop(ctx, half, st.duration)
+	t1 := time.Now()
+	b1 := p.backlog(ctx)
+	say("half capacity: %.0f orders/s offered, %d accepted, %d errors %s; backlog %d -> %d", half, res.ok, res.errors(), res.errorSummary(), b0, b1)
+	if err := res.check(st.maxErrorRate, "half capacity"); err != nil {
+		return nil, nil, err
+	}
+	p.waitConfirmed(ctx, t0, t1, time.Duration(p.cfg.Confirmations+10)*st.blockInterval+30*time.Second)
+	bl, cf, err := p.latencies(ctx, t0, t1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.ok > 0 {
+		// Everything the database did from the first order of the phase to the last one's
+		// confirmation (all stages: acceptance, relay, chainwatch, processor).
+		db := p.dbStats(ctx).minus(db0)
+		o := float64(res.ok)
+		say("database during the half-capacity phase until its last confirmation (all stages): %.1f commits, %.1f rows inserted, %.1f updated per order",
+			float64(db.commits)/o, float64(db.inserted)/o, float64(db.updated)/o)
+		say("node calls during the half-capacity phase until its last confirmation (all stages), per order: %s", perOrder(p.nodeCalls.take(), res.ok))
+	}
+	if p.procStats != nil {
+		p.procStats.report("order processor", "order delivered", res.ok, say)
+	}
+	return bl, cf, nil
+}
+
+// moreReplicas adds n order processor replicas, each with a pool of its own (as separate
+// binaries), and searches and holds the capacity again from the rate from, on stderr.
+func (p *pipeline) moreReplicas(ctx context.Context, st settings, gen *generator, n int, from, capacity, tps float64, say func(string, ...any)) error {
+	replicas := p.processors
+	for range n {
+		if err := p.addStage("orderflow"); err != nil {
+			return err
+		}
+	}
+	time.Sleep(3 * time.Second) // the new consumers join the group
+	c2, held2, err := p.capacity(ctx, st, gen, from, say)
+	if err != nil {
+		return err
+	}
+	mark := ""
+	if !held2 {
+		mark = " (NOT HELD: the last hold's)"
+	}
+	say("sustained delivery capacity with %d processors: %.0f orders/s%s (%.3fx %s); with %d: %.0f orders/s",
+		p.processors, c2, mark, c2/tps, st.refName(), replicas, capacity)
+	return nil
+}
+
+// sayTargets prints the delivery targets and whether the run met them.
+func sayTargets(st settings, capacity, tps, bp99, cp99, interval float64, depth int, say func(string, ...any)) {
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "NOT met"
+	}
+	say("targets: capacity >= 0.25x %s: %s; accept→broadcast p99 < one block interval (%.0f ms): %s; accept→confirmed p99 <= (depth %d + 2) intervals (%.0f ms): %s",
+		st.refName(), verdict(capacity >= 0.25*tps), interval, verdict(bp99 < interval), depth, float64(depth+2)*interval, verdict(cp99 <= float64(depth+2)*interval))
 }

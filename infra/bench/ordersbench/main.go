@@ -139,8 +139,8 @@ type settings struct {
 	maxErrorRate           float64
 	halfRateP99TargetMilli float64
 	// minSupplyOrders is how many orders the delivery mode's supply must be able to hold
-	// from the start: about the longest run (40 minutes at 400 orders/s), as no order of
-	// the 1 h tier ends during it.
+	// from the start: at least what its longest run accepts, as no order of the 1 h tier
+	// ends during it (docs/order-processing.md has the runs' lengths and rates).
 	minSupplyOrders int
 }
 
@@ -562,10 +562,10 @@ type pipeline struct {
 	processors int
 }
 
-// benchStakeTRX is the bench pool's energy stake. Against the simulator's 19e9 TRX of the
-// rest of the world it holds about 1.5e11 energy, 2.3 million orders of 65,000: more than
-// the longest delivery run offers (about 40 minutes at 400 orders/s), so that every phase
-// measures delivery and none runs the supply dry (5001). runDelivery prints the figure.
+// benchStakeTRX is the bench pool's energy stake: with the simulator's stake of the rest
+// of the world it must hold more than settings.minSupplyOrders orders, so that every phase
+// measures delivery and none runs the supply dry (5001); runDelivery prints what it holds
+// and refuses a run it cannot supply.
 const benchStakeTRX = 100_000_000_000
 
 // benchPoolKey is the bench's stake pool: a fixed key, never used on a real chain.

@@ -80,55 +80,7 @@ func startEnv(ctx context.Context, st settings, dir string, log *slog.Logger) (*
 	// start that exits is tried again on new ports, up to three times.
 	began := time.Now()
 	for try := 1; ; try++ {
-		err := func() error {
-			addrs := make([]string, 4)
-			for i := range addrs {
-				if addrs[i], err = freeAddr(); err != nil {
-					return err
-				}
-			}
-			e.api, e.sim = addrs[0], addrs[1]
-			vars := map[string]string{
-				"DATABASE_URL":          e.dbURL,
-				"REDIS_URL":             "redis://" + e.redisAt + "/0",
-				"HTTP_ADDR":             e.api,
-				"SIM_ADDR":              e.sim,
-				"PROVIDER_SIM_ADDR":     addrs[2],
-				"KAFKA_BROKERS":         addrs[3],
-				"METRICS_ADDR":          "off",
-				"DATA_DIR":              filepath.Join(dir, "data"),
-				"SIM_BLOCK_INTERVAL":    st.blockInterval.String(),
-				"CONFIRMATIONS":         fmt.Sprint(st.confirmations),
-				"DEV_SHORT_RENTAL":      st.shortRental.String(),
-				"CHAIN_POLL_INTERVAL":   "200ms",
-				"OUTBOX_SWEEP_INTERVAL": "200ms",
-				"PRICER_INTERVAL":       "1s",
-				"API_KEY_MASTER_KEY":    randomHex(32),
-			}
-			stackEnv := os.Environ()
-			for k, v := range vars {
-				stackEnv = append(stackEnv, k+"="+v) // the last of a repeated name wins
-				// The soak reads the same configuration (network, master key) as the stack.
-				if err := os.Setenv(k, v); err != nil {
-					return err
-				}
-			}
-			if e.cfg, err = config.Load(); err != nil {
-				return err
-			}
-			e.stack = &proc{name: "devstack", logPath: filepath.Join(dir, "devstack.log"), mk: func() *exec.Cmd {
-				c := exec.Command(bin)
-				c.Env = stackEnv
-				return c
-			}}
-			if err := e.stack.start(); err != nil {
-				return err
-			}
-			if err := waitAPI(ctx, e.api, e.stack.exitedCh(), 90*time.Second); err != nil {
-				return err
-			}
-			return nil
-		}()
+		err := e.startStack(ctx, bin)
 		if err == nil {
 			break
 		}
@@ -144,6 +96,59 @@ func startEnv(ctx context.Context, st settings, dir string, log *slog.Logger) (*
 		return e, err
 	}
 	return e, nil
+}
+
+// startStack starts the dev stack binary once on fresh free ports, with the soak's own
+// Postgres and Redis, and waits for its API; the soak loads the same configuration.
+func (e *env) startStack(ctx context.Context, bin string) error {
+	var err error
+	addrs := make([]string, 4)
+	for i := range addrs {
+		if addrs[i], err = freeAddr(); err != nil {
+			return err
+		}
+	}
+	e.api, e.sim = addrs[0], addrs[1]
+	vars := map[string]string{
+		"DATABASE_URL":          e.dbURL,
+		"REDIS_URL":             "redis://" + e.redisAt + "/0",
+		"HTTP_ADDR":             e.api,
+		"SIM_ADDR":              e.sim,
+		"PROVIDER_SIM_ADDR":     addrs[2],
+		"KAFKA_BROKERS":         addrs[3],
+		"METRICS_ADDR":          "off",
+		"DATA_DIR":              filepath.Join(e.dir, "data"),
+		"SIM_BLOCK_INTERVAL":    e.st.blockInterval.String(),
+		"CONFIRMATIONS":         fmt.Sprint(e.st.confirmations),
+		"DEV_SHORT_RENTAL":      e.st.shortRental.String(),
+		"CHAIN_POLL_INTERVAL":   "200ms",
+		"OUTBOX_SWEEP_INTERVAL": "200ms",
+		"PRICER_INTERVAL":       "1s",
+		"API_KEY_MASTER_KEY":    randomHex(32),
+	}
+	stackEnv := os.Environ()
+	for k, v := range vars {
+		stackEnv = append(stackEnv, k+"="+v) // the last of a repeated name wins
+		// The soak reads the same configuration (network, master key) as the stack.
+		if err := os.Setenv(k, v); err != nil {
+			return err
+		}
+	}
+	if e.cfg, err = config.Load(); err != nil {
+		return err
+	}
+	e.stack = &proc{name: "devstack", logPath: filepath.Join(e.dir, "devstack.log"), mk: func() *exec.Cmd {
+		c := exec.Command(bin)
+		c.Env = stackEnv
+		return c
+	}}
+	if err := e.stack.start(); err != nil {
+		return err
+	}
+	if err := waitAPI(ctx, e.api, e.stack.exitedCh(), 90*time.Second); err != nil {
+		return err
+	}
+	return nil
 }
 
 // supervise starts the dev stack again whenever it exits (a kill of the soak or a crash of

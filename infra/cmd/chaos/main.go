@@ -67,7 +67,7 @@
 // CHAOS_PLANT=1 it then plants one defect of every kind and fails unless each is reported
 // in its column (plant.go).
 //
-// Settings (environment): CHAOS_DURATION (2m, the load; at most 50m), CHAOS_RATE (12 orders/s),
+// Settings (environment, defaults in loadSettings): CHAOS_DURATION (the load; at most 50m), CHAOS_RATE (orders/s),
 // CHAOS_ACCOUNTS (20), CHAOS_RECEIVERS (300), CHAOS_FAULTS (all kinds above, comma
 // separated), CHAOS_OUTAGE (10s), CHAOS_BLOCK_INTERVAL (1s), CHAOS_CONFIRMATIONS (4),
 // CHAOS_SETTLE (3m), CHAOS_SHORT_RENTAL (40s), CHAOS_PLANT (0), CHAOS_DIR (work directory with every process's log, kept; default a
